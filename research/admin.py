@@ -1,0 +1,181 @@
+"""The admin is an audit tool: staff read runs, steps, sources and evidence.
+
+Everything the research engine writes is read-only here; no one edits evidence.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from research.highlight import Span, highlight_spans
+from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
+
+
+class AuditOnly:
+    """Staff may look; nobody may add or change what the engine wrote."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_active and request.user.is_staff
+
+    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return request.user.is_active and request.user.is_staff
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+class StepInline(AuditOnly, admin.TabularInline):
+    model = ResearchStep
+    fields = ("created_at", "iteration", "kind", "status", "attempt", "summary", "error")
+    readonly_fields = fields
+    extra = 0
+    show_change_link = True
+
+
+@admin.register(ResearchRun)
+class ResearchRunAdmin(AuditOnly, admin.ModelAdmin):
+    list_display = (
+        "question_short",
+        "owner",
+        "team",
+        "status",
+        "depth",
+        "step_count",
+        "source_count",
+        "evidence_count",
+        "usage_summary",
+        "created_at",
+    )
+    list_filter = ("status", "depth", "visibility")
+    search_fields = ("question", "title", "owner__username")
+    date_hierarchy = "created_at"
+    inlines = [StepInline]
+    readonly_fields = [f.name for f in ResearchRun._meta.fields] + [
+        "step_count",
+        "source_count",
+        "evidence_count",
+    ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ResearchRun]:
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("owner", "team")
+            .annotate(
+                n_steps=Count("steps", distinct=True),
+                n_sources=Count("sources", distinct=True),
+                n_evidence=Count("evidence", distinct=True),
+            )
+        )
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        # Removing a whole run (and everything under it) is an administrator's call.
+        return request.user.is_active and request.user.is_superuser
+
+    @admin.display(description="Question")
+    def question_short(self, run: ResearchRun) -> str:
+        return (run.title or run.question)[:80]
+
+    @admin.display(description="Steps", ordering="n_steps")
+    def step_count(self, run: ResearchRun) -> int:
+        return run.n_steps
+
+    @admin.display(description="Sources", ordering="n_sources")
+    def source_count(self, run: ResearchRun) -> int:
+        return run.n_sources
+
+    @admin.display(description="Evidence", ordering="n_evidence")
+    def evidence_count(self, run: ResearchRun) -> int:
+        return run.n_evidence
+
+    @admin.display(description="Usage")
+    def usage_summary(self, run: ResearchRun) -> str:
+        usage = run.usage or {}
+        return (
+            f"{usage.get('searches', 0)} searches, {usage.get('fetched_sources', 0)} fetches, "
+            f"{usage.get('model_calls', 0)} model calls"
+        )
+
+
+@admin.register(ResearchStep)
+class ResearchStepAdmin(AuditOnly, admin.ModelAdmin):
+    list_display = ("created_at", "run", "iteration", "kind", "status", "attempt", "summary")
+    list_filter = ("kind", "status")
+    search_fields = ("run__id", "dedupe_key", "summary")
+    readonly_fields = [f.name for f in ResearchStep._meta.fields]
+    list_select_related = ("run",)
+
+
+class EvidenceInline(AuditOnly, admin.TabularInline):
+    model = ResearchEvidence
+    fields = ("excerpt", "stance", "claim_key", "normalized_value", "question_ids")
+    readonly_fields = fields
+    extra = 0
+    show_change_link = True
+
+
+@admin.register(ResearchSource)
+class ResearchSourceAdmin(AuditOnly, admin.ModelAdmin):
+    list_display = ("title_short", "domain", "status", "source_class", "evidence_count", "run")
+    list_filter = ("status", "source_class", "kind", "truncated")
+    search_fields = ("title", "url", "canonical_url", "domain", "run__id")
+    list_select_related = ("run",)
+    exclude = ("snapshot_text",)
+    readonly_fields = [f.name for f in ResearchSource._meta.fields if f.name != "snapshot_text"] + [
+        "highlighted_snapshot"
+    ]
+    inlines = [EvidenceInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ResearchSource]:
+        return super().get_queryset(request).annotate(n_evidence=Count("evidence"))
+
+    @admin.display(description="Title")
+    def title_short(self, source: ResearchSource) -> str:
+        return (source.title or source.url)[:80]
+
+    @admin.display(description="Evidence", ordering="n_evidence")
+    def evidence_count(self, source: ResearchSource) -> int:
+        return source.n_evidence
+
+    @admin.display(description="Snapshot (evidence highlighted at stored offsets)")
+    def highlighted_snapshot(self, source: ResearchSource) -> str:
+        spans = []
+        for evidence in source.evidence.all():
+            locator = evidence.locator or {}
+            start, end = locator.get("start"), locator.get("end")
+            if isinstance(start, int) and isinstance(end, int):
+                spans.append(Span(start, end, f"evidence {evidence.pk}"))
+        return format_html(
+            '<pre class="snapshot">{}</pre>', highlight_spans(source.snapshot_text, spans)
+        )
+
+
+@admin.register(ResearchEvidence)
+class ResearchEvidenceAdmin(AuditOnly, admin.ModelAdmin):
+    list_display = ("excerpt_short", "stance", "claim_key", "source_class", "source", "run")
+    list_filter = (
+        "stance",
+        "source__source_class",
+        "out_of_scope",
+        ("run", admin.RelatedOnlyFieldListFilter),
+    )
+    search_fields = ("excerpt", "claim_key", "normalized_value", "run__id")
+    list_select_related = ("source", "run")
+    readonly_fields = [f.name for f in ResearchEvidence._meta.fields]
+
+    @admin.display(description="Excerpt")
+    def excerpt_short(self, evidence: ResearchEvidence) -> str:
+        return evidence.excerpt[:100]
+
+    @admin.display(description="Source class", ordering="source__source_class")
+    def source_class(self, evidence: ResearchEvidence) -> str:
+        return evidence.source.get_source_class_display()

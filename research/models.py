@@ -1,0 +1,316 @@
+"""The research tables: runs, their durable steps, sources and evidence.
+
+JSON columns are validated by the engine's pydantic contracts on every write
+(``SchemaJSONField``). Uniqueness that the engine relies on for idempotency is
+enforced by the database, not only in Python.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from research.fields import SchemaJSONField
+
+models.TextField.register_lookup(Length)
+
+CONTRACTS = "research.engine.contracts"
+
+
+def _empty_working_state() -> dict:
+    return {}
+
+
+def _standard_budget() -> dict:
+    from research.engine.guards import budget_for
+
+    return budget_for("standard").model_dump(mode="json")
+
+
+class ResearchRun(models.Model):
+    class Status(models.TextChoices):
+        CREATED = "created", "Created"
+        PLANNING = "planning", "Planning"
+        AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
+        QUEUED = "queued", "Queued"
+        RESEARCHING = "researching", "Researching"
+        SYNTHESIZING = "synthesizing", "Writing report"
+        COMPLETED = "completed", "Completed"
+        PAUSED = "paused", "Paused"
+        CANCELLED = "cancelled", "Cancelled"
+        FAILED = "failed", "Failed"
+        BUDGET_EXHAUSTED = "budget_exhausted", "Budget exhausted"
+
+    class Depth(models.TextChoices):
+        QUICK = "quick", "Quick"
+        STANDARD = "standard", "Standard"
+        THOROUGH = "thorough", "Thorough"
+
+    class Visibility(models.TextChoices):
+        PRIVATE = "private", "Only me"
+        TEAM = "team", "My team"
+        LINK = "link", "Team and anyone with the link"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="research_runs"
+    )
+    team = models.ForeignKey(
+        "accounts.Team",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="research_runs",
+    )
+    visibility = models.CharField(
+        max_length=10, choices=Visibility.choices, default=Visibility.PRIVATE
+    )
+    share_token = models.CharField(max_length=64, null=True, blank=True, unique=True)
+    parent_run = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="refinements"
+    )
+    # NULL, not "", so the partial unique constraint ignores runs without one.
+    client_request_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+
+    question = models.TextField()
+    title = models.CharField(max_length=200, blank=True)
+    depth = models.CharField(max_length=10, choices=Depth.choices, default=Depth.STANDARD)
+    report_template = models.CharField(max_length=40, blank=True)
+
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.CREATED)
+    resume_phase = models.CharField(max_length=20, choices=Status.choices, blank=True)
+    terminal_reason = models.CharField(max_length=200, blank=True)
+    last_error = models.TextField(blank=True)
+
+    plan = SchemaJSONField(schema=f"{CONTRACTS}.ResearchPlan", null=True, blank=True)
+    plan_version = models.PositiveIntegerField(default=0)
+    source_policy = SchemaJSONField(schema=f"{CONTRACTS}.SourcePolicy", default=dict)
+    budget = SchemaJSONField(schema=f"{CONTRACTS}.Budget", default=_standard_budget)
+    usage = SchemaJSONField(schema=f"{CONTRACTS}.Usage", default=dict)
+    working_state = SchemaJSONField(
+        schema=f"{CONTRACTS}.WorkingState", default=_empty_working_state
+    )
+    report = SchemaJSONField(schema=f"{CONTRACTS}.Report", null=True, blank=True)
+
+    pause_requested = models.BooleanField(default=False)
+    cancel_requested = models.BooleanField(default=False)
+    lease_owner = models.CharField(max_length=100, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="run_owner_created"),
+            models.Index(fields=["team", "-created_at"], name="run_team_created"),
+            models.Index(fields=["status", "updated_at"], name="run_status_updated"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(visibility="team") | models.Q(team__isnull=False),
+                name="run_team_visibility_needs_team",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(visibility="link") | models.Q(share_token__isnull=False),
+                name="run_link_visibility_needs_token",
+            ),
+            models.UniqueConstraint(
+                fields=["owner", "client_request_id"],
+                condition=models.Q(client_request_id__isnull=False),
+                name="run_unique_client_request",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.question[:80]
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in (self.Status.COMPLETED, self.Status.CANCELLED)
+
+
+class ResearchStep(models.Model):
+    """One durable action of a run, written as pending before it runs."""
+
+    class Kind(models.TextChoices):
+        PLAN = "plan", "Plan"
+        DECIDE = "decide", "Decide"
+        SEARCH = "search", "Search"
+        READ = "read", "Read"
+        EXTRACT = "extract", "Extract"
+        SYNTHESIZE = "synthesize", "Synthesize"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+        SKIPPED = "skipped", "Skipped"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    run = models.ForeignKey(ResearchRun, on_delete=models.CASCADE, related_name="steps")
+    iteration = models.PositiveIntegerField(default=0)
+    attempt = models.PositiveIntegerField(default=0)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    dedupe_key = models.CharField(max_length=200)
+    question_ids = models.JSONField(default=list, blank=True)
+    input = models.JSONField(default=dict, blank=True)
+    output = models.JSONField(default=dict, blank=True)
+    usage = SchemaJSONField(schema=f"{CONTRACTS}.Usage", default=dict)
+    summary = models.CharField(max_length=300, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [
+            models.Index(fields=["run", "created_at"], name="step_run_created"),
+            models.Index(fields=["run", "iteration"], name="step_run_iteration"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "dedupe_key"], name="step_unique_dedupe_key"),
+        ]
+
+    def __str__(self) -> str:
+        return self.summary or f"{self.kind} #{self.iteration}"
+
+
+class SourceClass(models.TextChoices):
+    PRIMARY = "primary", "Primary"
+    OFFICIAL = "official", "Official"
+    ACADEMIC = "academic", "Academic"
+    REPUTABLE_SECONDARY = "reputable_secondary", "Reputable secondary"
+    AGGREGATOR = "aggregator", "Aggregator"
+    USER_GENERATED = "user_generated", "User generated"
+    UNKNOWN = "unknown", "Unknown"
+
+
+class ResearchSource(models.Model):
+    class Kind(models.TextChoices):
+        WEB = "web", "Web page"
+        PDF = "pdf", "PDF"
+        UPLOAD = "upload", "Upload"
+        API = "api", "API result"
+
+    class Status(models.TextChoices):
+        CANDIDATE = "candidate", "Candidate"
+        FETCHED = "fetched", "Fetched"
+        BLOCKED = "blocked", "Blocked"
+        FAILED = "failed", "Failed"
+        UNSUPPORTED = "unsupported", "Unsupported"
+        DUPLICATE = "duplicate", "Duplicate"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    run = models.ForeignKey(ResearchRun, on_delete=models.CASCADE, related_name="sources")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.WEB)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.CANDIDATE)
+    url = models.URLField(max_length=2000)
+    canonical_url = models.URLField(max_length=2000, blank=True)
+    # NULL for sources without a URL (uploads); unique per run when set.
+    canonical_url_hash = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    title = models.CharField(max_length=500, blank=True)
+    publisher = models.CharField(max_length=200, blank=True)
+    domain = models.CharField(max_length=255, blank=True)
+    author = models.CharField(max_length=300, blank=True)
+    published_at = models.CharField(max_length=40, blank=True)
+    retrieved_at = models.DateTimeField(null=True, blank=True)
+    mime_type = models.CharField(max_length=100, blank=True)
+    source_class = models.CharField(
+        max_length=30, choices=SourceClass.choices, default=SourceClass.UNKNOWN
+    )
+    quality = SchemaJSONField(schema=f"{CONTRACTS}.SourceQuality", null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    discovered_by_step = models.ForeignKey(
+        ResearchStep, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    snapshot_text = models.TextField(blank=True)
+    content_hash = models.CharField(max_length=64, blank=True)
+    content_bytes = models.PositiveIntegerField(default=0)
+    truncated = models.BooleanField(default=False)
+    duplicate_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="duplicates"
+    )
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [
+            models.Index(fields=["run", "status"], name="source_run_status"),
+            models.Index(fields=["run", "domain"], name="source_run_domain"),
+            models.Index(fields=["run", "content_hash"], name="source_run_content_hash"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "canonical_url_hash"],
+                condition=models.Q(canonical_url_hash__isnull=False),
+                name="source_unique_canonical_url",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.canonical_url or self.url
+
+
+class ResearchEvidence(models.Model):
+    """An exact excerpt of one stored source, with where it was found."""
+
+    class Stance(models.TextChoices):
+        SUPPORTS = "supports", "Supports"
+        CONTRADICTS = "contradicts", "Contradicts"
+        CONTEXT = "context", "Context"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    run = models.ForeignKey(ResearchRun, on_delete=models.CASCADE, related_name="evidence")
+    source = models.ForeignKey(ResearchSource, on_delete=models.CASCADE, related_name="evidence")
+    extraction_step = models.ForeignKey(
+        ResearchStep, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    question_ids = models.JSONField(default=list, blank=True)
+    excerpt = models.TextField()
+    locator = SchemaJSONField(schema=f"{CONTRACTS}.Locator")
+    claim_key = models.CharField(max_length=200, blank=True)
+    stance = models.CharField(max_length=12, choices=Stance.choices, default=Stance.SUPPORTS)
+    normalized_value = models.CharField(max_length=200, blank=True)
+    scope = SchemaJSONField(schema=f"{CONTRACTS}.EvidenceScope", default=dict)
+    relevance_bp = models.PositiveIntegerField(default=0)
+    confidence_bp = models.PositiveIntegerField(default=0)
+    evidence_hash = models.CharField(max_length=64)
+    out_of_scope = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at"]
+        verbose_name_plural = "research evidence"
+        indexes = [
+            models.Index(fields=["run", "source"], name="evidence_run_source"),
+            models.Index(fields=["run", "claim_key"], name="evidence_run_claim_key"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "evidence_hash"], name="evidence_unique_hash"),
+            models.CheckConstraint(
+                condition=models.Q(excerpt__length__gte=1, excerpt__length__lte=1000),
+                name="evidence_excerpt_length",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(relevance_bp__lte=10000, confidence_bp__lte=10000),
+                name="evidence_basis_points_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.excerpt[:80]

@@ -1,0 +1,73 @@
+"""Shared fixtures: three users (owner, team member, outsider), a team, runs."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from accounts.models import Membership, Team, User
+from accounts.services import team_create
+from research.models import ResearchRun
+
+PASSWORD = "correct horse battery staple"
+
+
+def make_user(username: str, **extra: object) -> User:
+    return User.objects.create_user(username=username, password=PASSWORD, **extra)
+
+
+@pytest.fixture
+def owner(db) -> User:
+    return make_user("alice")
+
+
+@pytest.fixture
+def outsider(db) -> User:
+    return make_user("mallory")
+
+
+@pytest.fixture
+def team(owner: User) -> Team:
+    return team_create(name="Lab", owner=owner)
+
+
+@pytest.fixture
+def editor(team: Team) -> User:
+    user = make_user("eddie")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.EDITOR)
+    return user
+
+
+@pytest.fixture
+def viewer(team: Team) -> User:
+    user = make_user("vera")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.VIEWER)
+    return user
+
+
+@pytest.fixture
+def staff(db) -> User:
+    return make_user("auditor", is_staff=True)
+
+
+def make_run(owner: User, **fields: object) -> ResearchRun:
+    fields.setdefault("question", "How large is the European heat-pump market?")
+    if fields.get("visibility") == ResearchRun.Visibility.LINK:
+        fields.setdefault("share_token", secrets.token_urlsafe(24))
+    return ResearchRun.objects.create(owner=owner, **fields)
+
+
+@pytest.fixture
+def private_run(owner: User) -> ResearchRun:
+    return make_run(owner)
+
+
+@pytest.fixture
+def team_run(owner: User, team: Team) -> ResearchRun:
+    return make_run(owner, team=team, visibility=ResearchRun.Visibility.TEAM)
+
+
+@pytest.fixture
+def link_run(owner: User, team: Team) -> ResearchRun:
+    return make_run(owner, team=team, visibility=ResearchRun.Visibility.LINK)

@@ -1,0 +1,122 @@
+"""Configuration comes from the environment; bad values stop start-up with one sentence."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from config.env import ConfigError, database_config, env_bool, redis_url
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def manage(*args: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    base.pop("DJANGO_SETTINGS_MODULE", None)
+    base["DATA_DIR"] = str(tmp_path)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("DATABASE_URL", "mysql://root@localhost/db"),
+        ("DATABASE_URL", "postgresql://user@host:notaport/db"),
+        ("DATABASE_URL", "postgresql://user@host:5432/"),
+        ("DATABASE_URL", "just some words"),
+        ("REDIS_URL", "http://127.0.0.1:6379"),
+        ("REDIS_URL", "redis://:6379/0"),
+        ("REDIS_URL", "redis://127.0.0.1:port/0"),
+        ("DEBUG", "maybe"),
+    ],
+)
+def test_malformed_variable_stops_startup_with_one_sentence(tmp_path, variable, value):
+    result = manage("check", env={variable: value}, tmp_path=tmp_path)
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.strip().splitlines() if line]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Configuration error: ")
+    assert variable in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_deploy_check_passes_with_production_settings(tmp_path):
+    result = manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        env={
+            "DEBUG": "false",
+            "HTTPS_ONLY": "true",
+            "SECRET_KEY": "k" * 20 + "-production-secret-key-that-is-long-enough-9f8e7d",
+            "ALLOWED_HOSTS": "research.example.org",
+            "CSRF_TRUSTED_ORIGINS": "https://research.example.org",
+        },
+        tmp_path=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_production_cookies_are_secure_httponly_and_samesite(tmp_path):
+    code = (
+        "from django.conf import settings as s;"
+        "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SESSION_COOKIE_HTTPONLY,"
+        " s.CSRF_COOKIE_HTTPONLY, s.SESSION_COOKIE_SAMESITE, s.CSRF_COOKIE_SAMESITE)"
+    )
+    result = manage(
+        "shell", "--no-imports", "-c", code, env={"HTTPS_ONLY": "true"}, tmp_path=tmp_path
+    )
+    assert result.stdout.strip().splitlines()[-1].split() == [
+        "True",
+        "True",
+        "True",
+        "True",
+        "Lax",
+        "Lax",
+    ]
+
+
+def test_unset_database_url_means_sqlite_in_wal_mode(tmp_path):
+    config = database_config("", sqlite_path=tmp_path / "db.sqlite3")
+    assert config["ENGINE"] == "django.db.backends.sqlite3"
+    assert "journal_mode=WAL" in config["OPTIONS"]["init_command"]
+
+
+def test_postgresql_url_is_parsed(tmp_path):
+    config = database_config("postgresql://u:p@db.internal:6543/research", sqlite_path=tmp_path)
+    assert config["ENGINE"] == "django.db.backends.postgresql"
+    assert (config["HOST"], config["PORT"], config["NAME"], config["USER"]) == (
+        "db.internal",
+        6543,
+        "research",
+        "u",
+    )
+
+
+def test_redis_url_empty_means_embedded_mode():
+    assert redis_url("") is None
+    assert redis_url("redis://127.0.0.1:6379/2").url == "redis://127.0.0.1:6379/2"
+
+
+def test_short_secret_key_is_refused(tmp_path):
+    result = manage("check", env={"SECRET_KEY": "short"}, tmp_path=tmp_path)
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr
+
+
+def test_env_bool_names_the_variable(monkeypatch):
+    monkeypatch.setenv("SOME_FLAG", "perhaps")
+    with pytest.raises(ConfigError, match="SOME_FLAG"):
+        env_bool("SOME_FLAG")
