@@ -1,0 +1,525 @@
+"""Claim → evidence → source: citation validation, repair, numbering and rendering.
+
+A report cites evidence ids only. This module checks every id against the run's verified
+evidence, gives the synthesiser one chance to repair problems, demotes findings that are still
+unsupported to labelled caveats, numbers citations (one number per source + locator) and
+renders the validated report to Markdown and to HTML in which every string is escaped and
+every link is built by the server.
+"""
+
+import html
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from research.engine.contracts import (
+    Evidence,
+    PdfLocator,
+    Report,
+    ReportContradiction,
+    SourceSummary,
+    Statement,
+    TextLocator,
+)
+from research.engine.ports import ModelError
+from research.engine.urls import UnsupportedURLError, normalize_url
+
+UNSUPPORTED_LABEL = "Not supported by verified evidence:"
+
+EvidenceLink = Callable[[Evidence], str]
+
+
+@dataclass(frozen=True)
+class CitationProblem:
+    """One thing wrong with a report's citations; ``claim_id`` is ``None`` for contradictions."""
+
+    claim_id: str | None
+    message: str
+
+
+def _id_problem(
+    where: str, claim_id: str | None, evidence_id: str, item: Evidence | None, run_id: str
+) -> CitationProblem | None:
+    if item is None:
+        return CitationProblem(claim_id, f"{where} cites {evidence_id}, which does not exist.")
+    if item.run_id != run_id:
+        return CitationProblem(
+            claim_id, f"{where} cites {evidence_id}, which belongs to another run."
+        )
+    return None
+
+
+def _valid(evidence_id: str, evidence: Mapping[str, Evidence], run_id: str) -> bool:
+    item = evidence.get(evidence_id)
+    return item is not None and item.run_id == run_id
+
+
+def check_citations(
+    report: Report, *, run_id: str, evidence: Mapping[str, Evidence]
+) -> list[CitationProblem]:
+    """List every citation problem of ``report``.
+
+    ``evidence`` maps ids to the run's verified evidence (evidence only exists once its
+    excerpt was found in the snapshot). Every finding must cite at least one evidence id of
+    ``run_id``; no statement or contradiction may cite an unknown id or another run's evidence.
+    """
+    problems: list[CitationProblem] = []
+    for statement in report.statements():
+        where = f"{statement.kind.capitalize()} {statement.claim_id}"
+        if statement.kind == "finding" and not statement.evidence_ids:
+            problems.append(CitationProblem(statement.claim_id, f"{where} cites no evidence."))
+        for evidence_id in statement.evidence_ids:
+            problem = _id_problem(
+                where, statement.claim_id, evidence_id, evidence.get(evidence_id), run_id
+            )
+            if problem:
+                problems.append(problem)
+    for number, contradiction in enumerate(report.contradictions, start=1):
+        for evidence_id in contradiction.evidence_ids:
+            problem = _id_problem(
+                f"Contradiction {number}", None, evidence_id, evidence.get(evidence_id), run_id
+            )
+            if problem:
+                problems.append(problem)
+    return problems
+
+
+@dataclass
+class ValidatedReport:
+    """A report whose every citation resolves to verified evidence of its run."""
+
+    report: Report
+    problems: list[CitationProblem] = field(default_factory=list)
+    repaired: bool = False
+    demoted_claim_ids: list[str] = field(default_factory=list)
+    dropped_contradictions: int = 0
+
+
+Repair = Callable[[Report, Sequence[CitationProblem]], Report]
+
+
+def finalize_report(
+    report: Report,
+    *,
+    run_id: str,
+    evidence: Mapping[str, Evidence],
+    repair: Repair | None = None,
+) -> ValidatedReport:
+    """Validate citations, allow one repair round, then enforce the rules.
+
+    When problems are found and ``repair`` is given, it is called once with the report and
+    the problems (typically a synthesis call with ``SynthesisRequest.problems`` set). A repair
+    that fails with :class:`ModelError` leaves the original report. Whatever is still wrong
+    afterwards is fixed by the program: invalid ids are dropped, findings left without evidence
+    become caveats labelled "Not supported by verified evidence:", and contradictions left
+    without evidence are dropped. ``problems`` reports what was found before any repair.
+    """
+    problems = check_citations(report, run_id=run_id, evidence=evidence)
+    repaired = False
+    if problems and repair is not None:
+        try:
+            candidate = repair(report, problems)
+        except ModelError:
+            candidate = None
+        if candidate is not None:
+            report, repaired = candidate, True
+    final, demoted, dropped = _enforce(report, run_id=run_id, evidence=evidence)
+    return ValidatedReport(
+        report=final,
+        problems=problems,
+        repaired=repaired,
+        demoted_claim_ids=demoted,
+        dropped_contradictions=dropped,
+    )
+
+
+def _enforce(
+    report: Report, *, run_id: str, evidence: Mapping[str, Evidence]
+) -> tuple[Report, list[str], int]:
+    demoted: list[str] = []
+
+    def fix(statement: Statement) -> Statement:
+        kept = [
+            eid for eid in dict.fromkeys(statement.evidence_ids) if _valid(eid, evidence, run_id)
+        ]
+        if statement.kind == "finding" and not kept:
+            demoted.append(statement.claim_id)
+            text = statement.text
+            if not text.startswith(UNSUPPORTED_LABEL):
+                text = f"{UNSUPPORTED_LABEL} {text}"
+            return statement.model_copy(
+                update={
+                    "kind": "caveat",
+                    "text": text[:4000],
+                    "evidence_ids": [],
+                    "confidence": "low",
+                }
+            )
+        return statement.model_copy(update={"evidence_ids": kept})
+
+    contradictions: list[ReportContradiction] = []
+    dropped = 0
+    for contradiction in report.contradictions:
+        kept = [
+            eid
+            for eid in dict.fromkeys(contradiction.evidence_ids)
+            if _valid(eid, evidence, run_id)
+        ]
+        if kept:
+            contradictions.append(contradiction.model_copy(update={"evidence_ids": kept}))
+        else:
+            dropped += 1
+    final = report.model_copy(
+        update={
+            "executive_summary": [fix(s) for s in report.executive_summary],
+            "sections": [
+                section.model_copy(update={"statements": [fix(s) for s in section.statements]})
+                for section in report.sections
+            ],
+            "contradictions": contradictions,
+        },
+        deep=True,
+    )
+    return Report.model_validate(final.model_dump()), demoted, dropped
+
+
+def problems_as_text(problems: Sequence[CitationProblem]) -> list[str]:
+    """Problems as sentences, for ``SynthesisRequest.problems`` in the repair round."""
+    return [problem.message for problem in problems]
+
+
+# --------------------------------------------------------------------------------------------
+# Numbering
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One numbered citation: a source and a place in it, possibly several evidence items."""
+
+    number: int
+    source_id: str
+    evidence_ids: tuple[str, ...]
+
+
+@dataclass
+class CitationIndex:
+    """Citation numbers of a report, in order of first appearance."""
+
+    citations: list[Citation]
+    number_of: dict[str, int]
+
+    def numbers_for(self, evidence_ids: Sequence[str]) -> list[int]:
+        """The distinct citation numbers for ``evidence_ids``, in order."""
+        numbers = [self.number_of[eid] for eid in evidence_ids if eid in self.number_of]
+        return list(dict.fromkeys(numbers))
+
+
+def _locator_key(item: Evidence) -> tuple[object, ...]:
+    locator = item.locator
+    page = locator.page if isinstance(locator, PdfLocator) else None
+    return (item.source_id, locator.kind, page, locator.start, locator.end)
+
+
+def number_citations(report: Report, *, evidence: Mapping[str, Evidence]) -> CitationIndex:
+    """Number citations by first appearance (statements, then contradictions). Evidence items
+    with the same source and locator share a number; unknown ids get none."""
+    by_key: dict[tuple[object, ...], int] = {}
+    members: dict[int, list[str]] = {}
+    sources: dict[int, str] = {}
+    number_of: dict[str, int] = {}
+    cited = [eid for s in report.statements() for eid in s.evidence_ids]
+    cited += [eid for c in report.contradictions for eid in c.evidence_ids]
+    for evidence_id in cited:
+        item = evidence.get(evidence_id)
+        if item is None or evidence_id in number_of:
+            continue
+        key = _locator_key(item)
+        number = by_key.setdefault(key, len(by_key) + 1)
+        number_of[evidence_id] = number
+        members.setdefault(number, []).append(evidence_id)
+        sources[number] = item.source_id
+    citations = [
+        Citation(number=n, source_id=sources[n], evidence_ids=tuple(members[n]))
+        for n in sorted(members)
+    ]
+    return CitationIndex(citations=citations, number_of=number_of)
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering
+# --------------------------------------------------------------------------------------------
+
+
+def safe_source_url(url: str | None) -> str | None:
+    """The normalised http(s) form of a source URL, or ``None`` when it may not be linked."""
+    if not url:
+        return None
+    try:
+        return normalize_url(url)
+    except UnsupportedURLError:
+        return None
+
+
+def evidence_anchor(evidence_id: str) -> str:
+    """The fragment id an evidence item is rendered under: ``evidence-<id>``."""
+    return "evidence-" + re.sub(r"[^A-Za-z0-9_.:-]", "-", evidence_id)
+
+
+def _evidence_href(item: Evidence, evidence_url: EvidenceLink | None) -> str:
+    default = "#" + evidence_anchor(item.id)
+    if evidence_url is None:
+        return default
+    href = evidence_url(item)
+    # Only fragments, same-site paths and http(s) URLs; never javascript:, data: or //host.
+    if href.startswith("#") or (href.startswith("/") and not href.startswith("//")):
+        return href
+    return safe_source_url(href) or default
+
+
+def describe_locator(item: Evidence) -> str:
+    """Where in the source an excerpt is, for people: page and/or nearest heading."""
+    locator = item.locator
+    parts: list[str] = []
+    if isinstance(locator, PdfLocator) and locator.page is not None:
+        parts.append(f"page {locator.page}")
+    if isinstance(locator, TextLocator | PdfLocator) and locator.heading:
+        parts.append(f"under “{locator.heading}”")
+    return ", ".join(parts)
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#!|~&])")
+_MD_BLOCK_START = re.compile(r"^([-+=>])|^(\d+)([.)])")
+
+
+def escape_markdown(text: str) -> str:
+    """Make untrusted text inert in Markdown: one line, special characters backslash-escaped,
+    block markers at the start escaped and bare URLs broken so renderers do not auto-link."""
+    line = " ".join(text.split())
+    line = _MD_SPECIAL.sub(r"\\\1", line)
+    # A leading "-", "+", ">", "=" or "1." would start a list, quote or heading underline.
+    line = _MD_BLOCK_START.sub(
+        lambda m: "\\" + m.group(1) if m.group(1) else m.group(2) + "\\" + m.group(3), line
+    )
+    line = re.sub(r"(?i)(\w)://", r"\1:\\/\\/", line)
+    return re.sub(r"(?i)\bwww\.", r"www\\.", line)
+
+
+def _markdown_url(url: str) -> str:
+    # Parentheses and spaces would end a Markdown link destination early.
+    return url.replace("(", "%28").replace(")", "%29").replace(" ", "%20")
+
+
+@dataclass
+class _RenderContext:
+    evidence: Mapping[str, Evidence]
+    sources: Mapping[str, SourceSummary]
+    index: CitationIndex
+    evidence_url: EvidenceLink | None
+
+    def first_item(self, number: int) -> Evidence:
+        citation = self.index.citations[number - 1]
+        return self.evidence[citation.evidence_ids[0]]
+
+
+def _context(
+    report: Report,
+    evidence: Mapping[str, Evidence],
+    sources: Mapping[str, SourceSummary],
+    evidence_url: EvidenceLink | None,
+) -> _RenderContext:
+    return _RenderContext(
+        evidence=evidence,
+        sources=sources,
+        index=number_citations(report, evidence=evidence),
+        evidence_url=evidence_url,
+    )
+
+
+_PARTIAL_NOTE = (
+    "This is a partial report: research stopped before every planned question was covered."
+)
+
+
+def render_markdown(
+    report: Report,
+    *,
+    evidence: Mapping[str, Evidence],
+    sources: Mapping[str, SourceSummary],
+    evidence_url: EvidenceLink | None = None,
+) -> str:
+    """Render a validated report as Markdown with numbered citations and a sources list.
+
+    Citation links point to ``#evidence-<id>`` or to ``evidence_url(evidence)``; source links
+    are http(s) only. Pass the report returned by :func:`finalize_report`.
+    """
+    ctx = _context(report, evidence, sources, evidence_url)
+    out: list[str] = [f"# {escape_markdown(report.title)}", ""]
+    if report.partial:
+        out += [f"> {_PARTIAL_NOTE}", ""]
+    if report.executive_summary:
+        out += ["## Executive summary", ""]
+        out += [_md_statement(s, ctx) for s in report.executive_summary] + [""]
+    for section in report.sections:
+        out += [f"## {escape_markdown(section.title)}", ""]
+        out += [_md_statement(s, ctx) for s in section.statements] + [""]
+    if report.contradictions:
+        out += ["## Conflicting evidence", ""]
+        for item in report.contradictions:
+            line = f"- {escape_markdown(item.summary)}{_md_cites(item.evidence_ids, ctx)}"
+            if item.resolution:
+                line += f" Resolution: {escape_markdown(item.resolution)}"
+            out.append(line)
+        out.append("")
+    if report.gaps:
+        out += ["## Gaps", ""]
+        for gap in report.gaps:
+            prefix = f"({escape_markdown(gap.question_id)}) " if gap.question_id else ""
+            out.append(f"- {prefix}{escape_markdown(gap.description)}")
+        out.append("")
+    if report.methodology:
+        out += ["## Methodology", ""]
+        out += [f"- {escape_markdown(line)}" for line in report.methodology] + [""]
+    if ctx.index.citations:
+        out += ["## Sources", ""]
+        for citation in ctx.index.citations:
+            out.append(_md_source(citation, ctx))
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _md_cites(evidence_ids: Sequence[str], ctx: _RenderContext) -> str:
+    links = [
+        f"[\\[{n}\\]]({_markdown_url(_evidence_href(ctx.first_item(n), ctx.evidence_url))})"
+        for n in ctx.index.numbers_for(evidence_ids)
+    ]
+    return (" " + "".join(links)) if links else ""
+
+
+def _md_statement(statement: Statement, ctx: _RenderContext) -> str:
+    label = "*Caveat:* " if statement.kind == "caveat" else ""
+    return f"- {label}{escape_markdown(statement.text)}{_md_cites(statement.evidence_ids, ctx)}"
+
+
+def _md_source(citation: Citation, ctx: _RenderContext) -> str:
+    source = ctx.sources.get(citation.source_id)
+    item = ctx.evidence[citation.evidence_ids[0]]
+    title = escape_markdown((source.title if source else "") or "Untitled source")
+    url = safe_source_url(source.url if source else None)
+    line = f"{citation.number}. " + (f"[{title}]({_markdown_url(url)})" if url else title)
+    if source and source.publisher:
+        line += f" — {escape_markdown(source.publisher)}"
+    where = describe_locator(item)
+    if where:
+        line += f" ({escape_markdown(where)})"
+    line += f": “{escape_markdown(item.excerpt)}”"
+    return line
+
+
+def render_html(
+    report: Report,
+    *,
+    evidence: Mapping[str, Evidence],
+    sources: Mapping[str, SourceSummary],
+    evidence_url: EvidenceLink | None = None,
+) -> str:
+    """Render a validated report as an HTML fragment; every string is escaped.
+
+    Citations are ``<a class="citation">[n]</a>`` links to ``#evidence-<id>`` (the sources
+    list carries those anchors) or to ``evidence_url(evidence)``. Source links are http(s)
+    only and open with ``rel="noopener noreferrer nofollow"``.
+    """
+    ctx = _context(report, evidence, sources, evidence_url)
+    esc = html.escape
+    out: list[str] = ['<article class="research-report">', f"<h1>{esc(report.title)}</h1>"]
+    if report.partial:
+        out.append(f'<p class="report-partial" role="note">{esc(_PARTIAL_NOTE)}</p>')
+    if report.executive_summary:
+        out.append('<section class="report-summary"><h2>Executive summary</h2>')
+        out.append(_html_statements(report.executive_summary, ctx))
+        out.append("</section>")
+    for section in report.sections:
+        anchor = "section-" + re.sub(r"[^A-Za-z0-9_.:-]", "-", section.id)
+        out.append(f'<section class="report-section" id="{esc(anchor)}">')
+        out.append(f"<h2>{esc(section.title)}</h2>")
+        out.append(_html_statements(section.statements, ctx))
+        out.append("</section>")
+    if report.contradictions:
+        out.append('<section class="report-contradictions"><h2>Conflicting evidence</h2><ul>')
+        for item in report.contradictions:
+            text = esc(item.summary) + _html_cites(item.evidence_ids, ctx)
+            if item.resolution:
+                text += f' <span class="resolution">Resolution: {esc(item.resolution)}</span>'
+            out.append(f"<li>{text}</li>")
+        out.append("</ul></section>")
+    if report.gaps:
+        out.append('<section class="report-gaps"><h2>Gaps</h2><ul>')
+        for gap in report.gaps:
+            prefix = (
+                f'<span class="question">{esc(gap.question_id)}</span> ' if gap.question_id else ""
+            )
+            out.append(f"<li>{prefix}{esc(gap.description)}</li>")
+        out.append("</ul></section>")
+    if report.methodology:
+        out.append('<section class="report-methodology"><h2>Methodology</h2><ul>')
+        out += [f"<li>{esc(line)}</li>" for line in report.methodology]
+        out.append("</ul></section>")
+    if ctx.index.citations:
+        out.append('<section class="report-sources"><h2>Sources</h2><ol>')
+        out += [_html_source(citation, ctx) for citation in ctx.index.citations]
+        out.append("</ol></section>")
+    out.append("</article>")
+    return "\n".join(out) + "\n"
+
+
+def _html_cites(evidence_ids: Sequence[str], ctx: _RenderContext) -> str:
+    links = [
+        f'<a class="citation" href="{html.escape(_evidence_href(ctx.first_item(n), ctx.evidence_url))}">[{n}]</a>'
+        for n in ctx.index.numbers_for(evidence_ids)
+    ]
+    return f' <sup class="citations">{"".join(links)}</sup>' if links else ""
+
+
+def _html_statements(statements: Sequence[Statement], ctx: _RenderContext) -> str:
+    items: list[str] = []
+    for statement in statements:
+        label = '<strong class="label">Caveat:</strong> ' if statement.kind == "caveat" else ""
+        classes = f"statement statement-{statement.kind} confidence-{statement.confidence}"
+        items.append(
+            f'<li class="{classes}" data-claim="{html.escape(statement.claim_id)}">{label}'
+            f"{html.escape(statement.text)}{_html_cites(statement.evidence_ids, ctx)}</li>"
+        )
+    return "<ul>" + "".join(items) + "</ul>"
+
+
+def _html_source(citation: Citation, ctx: _RenderContext) -> str:
+    esc = html.escape
+    source = ctx.sources.get(citation.source_id)
+    title = esc((source.title if source else "") or "Untitled source")
+    url = safe_source_url(source.url if source else None)
+    parts = [f'<li id="citation-{citation.number}">']
+    if url:
+        parts.append(
+            f'<a class="source-link" href="{esc(url)}" rel="noopener noreferrer nofollow">'
+            f"{title}</a>"
+        )
+    else:
+        parts.append(f'<span class="source-title">{title}</span>')
+    if source and source.publisher:
+        parts.append(f' <span class="publisher">{esc(source.publisher)}</span>')
+    # Items sharing a number share source and locator, so the excerpt is shown once; the
+    # other ids still get an anchor so links to them resolve.
+    first = ctx.evidence[citation.evidence_ids[0]]
+    parts.append(
+        f'<blockquote class="evidence" id="{esc(evidence_anchor(first.id))}">'
+        f"{esc(first.excerpt)}</blockquote>"
+    )
+    parts += [
+        f'<span class="evidence-alias" id="{esc(evidence_anchor(evidence_id))}"></span>'
+        for evidence_id in citation.evidence_ids[1:]
+    ]
+    where = describe_locator(first)
+    if where:
+        parts.append(f'<span class="locator">{esc(where)}</span>')
+    parts.append("</li>")
+    return "".join(parts)

@@ -1,0 +1,859 @@
+"""Versioned pydantic contracts: everything that crosses a boundary of the research engine.
+
+Plans, source policies, budgets, actions, evidence, reports, working state and progress events
+are validated here once, so the rest of the engine can trust their shape. Every contract carries
+``schema_version`` so stored JSON can be migrated when a contract changes. Extra fields are
+forbidden everywhere: a model (or a stale client) cannot smuggle data past validation.
+"""
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
+
+from research.engine.states import RunStatus
+from research.engine.urls import UnsupportedURLError, normalize_host
+
+SCHEMA_VERSION = 1
+
+EXCERPT_MAX_CHARS = 1000
+BASIS_POINTS = 10_000
+
+SourceClass = Literal[
+    "primary",
+    "official",
+    "academic",
+    "reputable_secondary",
+    "aggregator",
+    "user_generated",
+    "unknown",
+]
+SOURCE_CLASSES: tuple[str, ...] = get_args(SourceClass)
+SourceStatus = Literal["candidate", "fetched", "blocked", "failed", "unsupported", "duplicate"]
+Stance = Literal["supports", "contradicts", "context"]
+Confidence = Literal["high", "medium", "low"]
+
+# Short, URL- and anchor-safe identifiers for things a model refers to by id.
+_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
+
+
+class Contract(BaseModel):
+    """Base of every contract: versioned, strict about unknown fields."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+    schema_version: int = SCHEMA_VERSION
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_version(cls, value: int) -> int:
+        if not 1 <= value <= SCHEMA_VERSION:
+            raise ValueError(
+                f"schema_version {value} is not understood by this version of the engine "
+                f"(supported: 1 to {SCHEMA_VERSION})"
+            )
+        return value
+
+
+class _Part(BaseModel):
+    """A nested value object; it is versioned by the contract that contains it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+ShortText = Annotated[str, Field(min_length=1, max_length=500)]
+Identifier = Annotated[str, Field(pattern=_ID_PATTERN)]
+
+
+def normalize_domain(value: str) -> str:
+    """Lower-case and validate a bare hostname such as ``example.org`` or ``sub.example.org``.
+
+    International names are converted to punycode. Raises ``ValueError`` with a readable
+    sentence when the value is not a bare hostname (a URL, a path or a port are all refused).
+    """
+    message = f"{value!r} is not a bare domain name; write it like example.org or sub.example.org"
+    if not value.strip() or any(char in value.strip() for char in "/:@?#[] \\"):
+        raise ValueError(message)
+    try:
+        host = normalize_host(value)
+    except UnsupportedURLError:
+        raise ValueError(message) from None
+    if "." not in host or host.rsplit(".", 1)[1].isdigit():
+        raise ValueError(message)
+    return host
+
+
+# --------------------------------------------------------------------------------------------
+# Source policy and discovery
+# --------------------------------------------------------------------------------------------
+
+
+class SourcePolicy(Contract):
+    """Which web domains a run may use. Excluded domains always win over listed ones."""
+
+    mode: Literal["full_web", "only_domains", "prefer_domains"] = "full_web"
+    domains: list[str] = Field(default_factory=list)
+    excluded_domains: list[str] = Field(default_factory=list)
+
+    @field_validator("domains", "excluded_domains")
+    @classmethod
+    def _valid_domains(cls, values: list[str]) -> list[str]:
+        seen: dict[str, None] = {}
+        for value in values:
+            seen[normalize_domain(value)] = None
+        return list(seen)
+
+    @model_validator(mode="after")
+    def _only_needs_domains(self) -> "SourcePolicy":
+        if self.mode == "only_domains" and not self.domains:
+            raise ValueError("domains must list at least one domain when mode is only_domains")
+        return self
+
+
+class SearchCandidate(Contract):
+    """One search result as a provider (or a merge of providers) returned it."""
+
+    url: NonEmptyStr
+    title: str = ""
+    snippet: str = ""
+    provider: NonEmptyStr
+    rank: int = Field(ge=1)
+    published_at: str | None = None
+    provider_ranks: dict[str, int] = Field(default_factory=dict)
+
+
+class Heading(_Part):
+    """A heading of a snapshot, at a character offset of the snapshot text."""
+
+    offset: int = Field(ge=0)
+    level: int = Field(ge=1, le=6)
+    text: str
+
+
+class PageSpan(_Part):
+    """The character range ``[start, end)`` of the snapshot text that came from one PDF page."""
+
+    page: int = Field(ge=1)
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "PageSpan":
+        if self.end < self.start:
+            raise ValueError("end must not be before start")
+        return self
+
+
+class SourceDocument(Contract):
+    """An acquired, normalised snapshot of one source, as a source adapter returns it."""
+
+    requested_url: NonEmptyStr
+    final_url: NonEmptyStr
+    canonical_url: NonEmptyStr
+    canonical_url_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    content_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    mime_type: NonEmptyStr
+    kind: Literal["html", "pdf", "text"]
+    title: str = ""
+    author: str | None = None
+    publisher: str | None = None
+    published_at: str | None = None
+    language: str | None = None
+    text: str
+    headings: list[Heading] = Field(default_factory=list)
+    pages: list[PageSpan] = Field(default_factory=list)
+    truncated: bool = False
+    content_bytes: int = Field(ge=0)
+    retrieved_at: datetime
+    # A canonical link the page declared on *another* site: evidence of syndication, used by
+    # the independence clustering even though canonical_url stays on the fetched site.
+    declared_canonical_url: str | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# Plan
+# --------------------------------------------------------------------------------------------
+
+
+class Timeframe(_Part):
+    """The period the research is about; ISO dates or years, either end may be open."""
+
+    start: str | None = None
+    end: str | None = None
+
+
+class PlanScope(_Part):
+    included_topics: list[ShortText] = Field(default_factory=list)
+    excluded_topics: list[ShortText] = Field(default_factory=list)
+    timeframe: Timeframe | None = None
+    geographies: list[ShortText] = Field(default_factory=list)
+
+
+class PlanQuestion(_Part):
+    """A sub-question of the plan; required ones must be covered before finishing."""
+
+    id: Identifier
+    text: Annotated[str, Field(min_length=1, max_length=1000)]
+    priority: Literal["required", "supporting"] = "required"
+    rationale: str = ""
+    preferred_source_classes: list[SourceClass] = Field(default_factory=list)
+    requires_primary: bool = False
+
+
+class Deliverable(_Part):
+    format: Literal["report"] = "report"
+    requested_sections: list[ShortText] = Field(default_factory=list)
+    decision_or_outcome: str | None = None
+
+
+class CompletionCriteria(_Part):
+    required_question_ids: list[Identifier] = Field(default_factory=list)
+    unresolved_contradictions_allowed: bool = True
+
+
+class ResearchPlan(Contract):
+    """A reviewed, versioned research plan (the planner's output, editable by the user)."""
+
+    objective: Annotated[str, Field(min_length=1, max_length=4000)]
+    audience: str | None = None
+    assumptions: list[ShortText] = Field(default_factory=list)
+    scope: PlanScope = Field(default_factory=PlanScope)
+    questions: Annotated[list[PlanQuestion], Field(min_length=1, max_length=30)]
+    deliverable: Deliverable = Field(default_factory=Deliverable)
+    completion_criteria: CompletionCriteria = Field(default_factory=CompletionCriteria)
+
+    @model_validator(mode="after")
+    def _consistent_ids(self) -> "ResearchPlan":
+        ids = [question.id for question in self.questions]
+        duplicates = sorted({qid for qid in ids if ids.count(qid) > 1})
+        if duplicates:
+            raise ValueError(f"questions has duplicate ids: {', '.join(duplicates)}")
+        unknown = [qid for qid in self.completion_criteria.required_question_ids if qid not in ids]
+        if unknown:
+            raise ValueError(
+                "completion_criteria.required_question_ids names unknown questions: "
+                + ", ".join(unknown)
+            )
+        return self
+
+    @property
+    def question_ids(self) -> list[str]:
+        """All question ids in plan order."""
+        return [question.id for question in self.questions]
+
+    @property
+    def required_question_ids(self) -> list[str]:
+        """Questions marked required plus any the completion criteria name, in plan order."""
+        named = set(self.completion_criteria.required_question_ids)
+        return [q.id for q in self.questions if q.priority == "required" or q.id in named]
+
+    def question(self, question_id: str) -> PlanQuestion | None:
+        """The question with ``question_id``, or ``None``."""
+        return next((q for q in self.questions if q.id == question_id), None)
+
+
+# --------------------------------------------------------------------------------------------
+# Budget and usage
+# --------------------------------------------------------------------------------------------
+
+
+class Budget(Contract):
+    """Hard limits of one run (DESIGN §5), plus the allowance set aside for synthesis."""
+
+    iterations: int = Field(ge=1)
+    searches: int = Field(ge=0)
+    fetched_sources: int = Field(ge=0)
+    model_calls: int = Field(ge=1)
+    elapsed_seconds: int = Field(ge=1)
+    bytes_per_source: int = Field(ge=1)
+    bytes_per_run: int = Field(ge=1)
+    input_tokens: int = Field(ge=1)
+    output_tokens: int = Field(ge=1)
+    # Research may not spend these: they pay for synthesis and its one citation repair round.
+    synthesis_model_calls: int = Field(default=2, ge=0)
+    synthesis_input_tokens: int = Field(default=0, ge=0)
+    synthesis_output_tokens: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _reserve_fits(self) -> "Budget":
+        if self.synthesis_model_calls > self.model_calls:
+            raise ValueError("synthesis_model_calls cannot exceed model_calls")
+        if self.synthesis_input_tokens > self.input_tokens:
+            raise ValueError("synthesis_input_tokens cannot exceed input_tokens")
+        if self.synthesis_output_tokens > self.output_tokens:
+            raise ValueError("synthesis_output_tokens cannot exceed output_tokens")
+        if self.bytes_per_source > self.bytes_per_run:
+            raise ValueError("bytes_per_source cannot exceed bytes_per_run")
+        return self
+
+
+class Usage(Contract):
+    """What a run (or one action) actually consumed. ``bytes_fetched`` counts against
+    ``Budget.bytes_per_run``; ``Budget.bytes_per_source`` caps each acquisition instead."""
+
+    iterations: int = Field(default=0, ge=0)
+    searches: int = Field(default=0, ge=0)
+    fetched_sources: int = Field(default=0, ge=0)
+    model_calls: int = Field(default=0, ge=0)
+    elapsed_seconds: float = Field(default=0.0, ge=0)
+    bytes_fetched: int = Field(default=0, ge=0)
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cached_tokens: int = Field(default=0, ge=0)
+    cost: Decimal = Field(default=Decimal(0), ge=0)
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            iterations=self.iterations + other.iterations,
+            searches=self.searches + other.searches,
+            fetched_sources=self.fetched_sources + other.fetched_sources,
+            model_calls=self.model_calls + other.model_calls,
+            elapsed_seconds=self.elapsed_seconds + other.elapsed_seconds,
+            bytes_fetched=self.bytes_fetched + other.bytes_fetched,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cost=self.cost + other.cost,
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Actions proposed by the decision model
+# --------------------------------------------------------------------------------------------
+
+Rationale = Annotated[str, Field(min_length=1, max_length=400)]
+
+
+class SearchAction(_Part):
+    type: Literal["search"] = "search"
+    query: Annotated[str, Field(min_length=1, max_length=300)]
+    question_ids: Annotated[list[Identifier], Field(min_length=1)]
+    rationale: Rationale
+
+
+class ReadAction(_Part):
+    type: Literal["read"] = "read"
+    source_id: Identifier
+    question_ids: Annotated[list[Identifier], Field(min_length=1)]
+    rationale: Rationale
+
+
+class FinishAction(_Part):
+    type: Literal["finish"] = "finish"
+    rationale: Rationale
+
+
+ResearchAction = Annotated[SearchAction | ReadAction | FinishAction, Field(discriminator="type")]
+
+
+class ResearchDecision(Contract):
+    """What the decision model returns for one iteration: one to three actions."""
+
+    actions: Annotated[list[ResearchAction], Field(min_length=1, max_length=3)]
+
+
+# --------------------------------------------------------------------------------------------
+# Evidence
+# --------------------------------------------------------------------------------------------
+
+
+class EvidenceScope(_Part):
+    """What a value is about; differences in scope often explain apparent contradictions."""
+
+    as_of: str | None = None
+    geography: str | None = None
+    population: str | None = None
+    definition: str | None = None
+    methodology: str | None = None
+
+
+class EvidenceCandidate(Contract):
+    """One evidence item as the extraction model returns it, before verification."""
+
+    excerpt: Annotated[str, Field(min_length=1, max_length=EXCERPT_MAX_CHARS)]
+    question_ids: Annotated[list[Identifier], Field(min_length=1)]
+    stance: Stance = "context"
+    claim_key: Annotated[str, Field(max_length=200)] | None = None
+    normalized_value: Annotated[str, Field(max_length=200)] | None = None
+    scope: EvidenceScope = Field(default_factory=EvidenceScope)
+    relevance: float = Field(ge=0.0, le=1.0)
+    confidence: float = Field(ge=0.0, le=1.0)
+
+
+class ExtractionResult(Contract):
+    """The extraction model's answer for one source."""
+
+    evidence: Annotated[list[EvidenceCandidate], Field(max_length=40)] = Field(default_factory=list)
+
+
+class TextLocator(_Part):
+    """Where an excerpt sits in an HTML or plain-text snapshot: ``[start, end)`` offsets."""
+
+    kind: Literal["html", "text"]
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    heading: str | None = None
+    snapshot_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "TextLocator":
+        if self.end <= self.start:
+            raise ValueError("end must be after start")
+        return self
+
+
+class PdfLocator(_Part):
+    """Where an excerpt sits in a PDF snapshot: the page plus offsets into the snapshot text."""
+
+    kind: Literal["pdf"] = "pdf"
+    page: int | None = Field(default=None, ge=1)
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    heading: str | None = None
+    snapshot_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "PdfLocator":
+        if self.end <= self.start:
+            raise ValueError("end must be after start")
+        return self
+
+
+# New locator kinds (attachments, API results) join this union with their own ``kind``.
+Locator = Annotated[TextLocator | PdfLocator, Field(discriminator="kind")]
+
+
+class Evidence(Contract):
+    """A verified excerpt of one source of one run. Unique per run by ``evidence_hash``."""
+
+    id: Identifier
+    run_id: NonEmptyStr
+    source_id: NonEmptyStr
+    excerpt: Annotated[str, Field(min_length=1, max_length=EXCERPT_MAX_CHARS)]
+    locator: Locator
+    question_ids: list[Identifier] = Field(default_factory=list)
+    stance: Stance = "context"
+    claim_key: str | None = None
+    normalized_value: str | None = None
+    scope: EvidenceScope = Field(default_factory=EvidenceScope)
+    relevance_bp: int = Field(ge=0, le=BASIS_POINTS)
+    confidence_bp: int = Field(ge=0, le=BASIS_POINTS)
+    evidence_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+class SourceQuality(Contract):
+    """Labels and dimensions describing a source; never a single truth score."""
+
+    source_class: SourceClass = "unknown"
+    authority: Literal["high", "medium", "low", "unknown"] = "unknown"
+    proximity: Literal["direct", "reported", "derived", "unknown"] = "unknown"
+    recency: Literal["current", "dated", "unknown"] = "unknown"
+    methodology_transparency: Literal["clear", "partial", "absent", "unknown"] = "unknown"
+    independence_cluster: str = ""
+    notes: list[str] = Field(default_factory=list)
+
+
+class SourceRecord(Contract):
+    """A source row as the store hands it to the engine."""
+
+    id: NonEmptyStr
+    run_id: NonEmptyStr
+    status: SourceStatus
+    url: NonEmptyStr
+    canonical_url: str = ""
+    canonical_url_hash: str = ""
+    content_hash: str | None = None
+    title: str = ""
+    publisher: str | None = None
+    domain: str = ""
+    snippet: str = ""
+    published_at: str | None = None
+    quality: SourceQuality = Field(default_factory=SourceQuality)
+    duplicate_of: str | None = None
+    status_reason: str = ""
+    declared_canonical_url: str | None = None
+
+
+class ContradictionPosition(_Part):
+    """One side of a contradiction: a value (or stance) and the evidence stating it."""
+
+    value: str | None
+    stance: Stance
+    evidence_ids: list[str]
+    scopes: list[EvidenceScope]
+
+
+class ContradictionCandidate(Contract):
+    """Evidence sharing a claim key but disagreeing; values are kept side by side."""
+
+    key: NonEmptyStr
+    claim_key: NonEmptyStr
+    positions: Annotated[list[ContradictionPosition], Field(min_length=2)]
+    evidence_ids: list[str]
+    question_ids: list[str] = Field(default_factory=list)
+    # Scope fields (as_of, geography, population, definition, methodology) whose values differ.
+    scope_differences: dict[str, list[str]] = Field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+
+
+class Statement(_Part):
+    """One statement of the report; findings must cite verified evidence of the same run."""
+
+    claim_id: Identifier
+    kind: Literal["finding", "analysis", "caveat"]
+    text: Annotated[str, Field(min_length=1, max_length=4000)]
+    evidence_ids: list[NonEmptyStr] = Field(default_factory=list)
+    confidence: Confidence = "medium"
+
+
+class ReportSection(_Part):
+    id: Identifier
+    title: Annotated[str, Field(min_length=1, max_length=300)]
+    statements: list[Statement] = Field(default_factory=list)
+
+
+class ReportContradiction(_Part):
+    summary: Annotated[str, Field(min_length=1, max_length=2000)]
+    evidence_ids: list[NonEmptyStr] = Field(default_factory=list)
+    resolution: str | None = None
+
+
+class ReportGap(_Part):
+    question_id: Identifier | None = None
+    description: Annotated[str, Field(min_length=1, max_length=2000)]
+
+
+class Report(Contract):
+    """The synthesised report. It never contains a URL: citations are evidence ids."""
+
+    title: Annotated[str, Field(min_length=1, max_length=300)]
+    executive_summary: list[Statement] = Field(default_factory=list)
+    sections: list[ReportSection] = Field(default_factory=list)
+    contradictions: list[ReportContradiction] = Field(default_factory=list)
+    gaps: list[ReportGap] = Field(default_factory=list)
+    methodology: list[Annotated[str, Field(max_length=2000)]] = Field(default_factory=list)
+    partial: bool = False
+    mode: Literal["extractive", "model"] = "model"
+
+    @model_validator(mode="after")
+    def _unique_claim_ids(self) -> "Report":
+        ids = [statement.claim_id for statement in self.statements()]
+        duplicates = sorted({cid for cid in ids if ids.count(cid) > 1})
+        if duplicates:
+            raise ValueError(f"claim_id values must be unique; repeated: {', '.join(duplicates)}")
+        return self
+
+    def statements(self) -> list[Statement]:
+        """Every statement in reading order: the executive summary, then each section."""
+        found = list(self.executive_summary)
+        for section in self.sections:
+            found.extend(section.statements)
+        return found
+
+
+# --------------------------------------------------------------------------------------------
+# Working state (the loop's checkpoint)
+# --------------------------------------------------------------------------------------------
+
+
+class QuestionCoverage(_Part):
+    """How well one plan question is supported by verified, relevant evidence."""
+
+    question_id: Identifier
+    evidence_count: int = Field(default=0, ge=0)
+    source_ids: list[str] = Field(default_factory=list)
+    clusters: list[str] = Field(default_factory=list)
+    source_classes: list[SourceClass] = Field(default_factory=list)
+    has_primary: bool = False
+
+    @property
+    def covered(self) -> bool:
+        return self.evidence_count > 0
+
+
+class SynthesisReserve(_Part):
+    """Model calls and tokens held back from research so synthesis can always run."""
+
+    model_calls: int = Field(default=0, ge=0)
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+
+
+class WorkingState(Contract):
+    """What the research loop checkpoints after every committed step."""
+
+    iteration: int = Field(default=0, ge=0)
+    zero_gain_streak: int = Field(default=0, ge=0)
+    duplicate_proposal_streak: int = Field(default=0, ge=0)
+    systemic_failure_streak: int = Field(default=0, ge=0)
+    query_fingerprints: list[str] = Field(default_factory=list)
+    settled_action_keys: list[str] = Field(default_factory=list)
+    coverage: dict[str, QuestionCoverage] = Field(default_factory=dict)
+    source_classes_seen: list[SourceClass] = Field(default_factory=list)
+    followed_up_contradictions: list[str] = Field(default_factory=list)
+    resolved_contradictions: list[str] = Field(default_factory=list)
+    synthesis_reserve: SynthesisReserve = Field(default_factory=SynthesisReserve)
+    stop_reason: str | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# Run and step records (what the store hands the engine)
+# --------------------------------------------------------------------------------------------
+
+
+class RunControls(_Part):
+    """Durable user requests the loop checks at every safe boundary."""
+
+    pause_requested: bool = False
+    cancel_requested: bool = False
+
+
+class RunSnapshot(Contract):
+    """Everything the engine needs to continue a run, loaded in one read."""
+
+    id: NonEmptyStr
+    status: RunStatus
+    plan_version: int = Field(ge=0)
+    plan: ResearchPlan | None = None
+    objective: str = ""
+    depth: Literal["quick", "standard", "thorough"] = "standard"
+    policy: SourcePolicy = Field(default_factory=SourcePolicy)
+    budget: Budget
+    usage: Usage = Field(default_factory=Usage)
+    state: WorkingState = Field(default_factory=WorkingState)
+    controls: RunControls = Field(default_factory=RunControls)
+    resume_phase: RunStatus | None = None
+
+
+StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped", "cancelled"]
+StepKind = Literal["plan", "decide", "search", "read", "extract", "synthesize"]
+
+
+class StepRecord(Contract):
+    """A durable step; ``dedupe_key`` makes creating the same logical action twice a no-op."""
+
+    id: NonEmptyStr
+    run_id: NonEmptyStr
+    kind: StepKind
+    dedupe_key: NonEmptyStr
+    status: StepStatus = "pending"
+    rationale: str = ""
+    payload: dict[str, Any] = Field(default_factory=dict)
+    summary: str = ""
+
+
+# --------------------------------------------------------------------------------------------
+# Model requests (what each model call is given)
+# --------------------------------------------------------------------------------------------
+
+
+class PlanRequest(Contract):
+    """Input of the planner: it sees no tools and no retrieved content."""
+
+    objective: Annotated[str, Field(min_length=1, max_length=4000)]
+    policy: SourcePolicy = Field(default_factory=SourcePolicy)
+    depth: Literal["quick", "standard", "thorough"] = "standard"
+    budget: Budget
+    constraints: list[str] = Field(default_factory=list)
+    previous_plan: ResearchPlan | None = None
+    refinement: str | None = None
+
+
+class EvidenceSummary(_Part):
+    id: str
+    source_id: str
+    question_ids: list[str]
+    stance: Stance
+    claim_key: str | None = None
+    normalized_value: str | None = None
+    excerpt: str
+
+
+class CandidateSummary(_Part):
+    source_id: str
+    status: SourceStatus
+    title: str = ""
+    domain: str = ""
+    snippet: str = ""
+    preferred: bool = False
+
+
+class FailedSource(_Part):
+    source_id: str
+    status: SourceStatus
+    reason: str = ""
+
+
+class ResearchBrief(Contract):
+    """The compact view of the research the decision model decides from (never raw pages)."""
+
+    plan: ResearchPlan
+    iteration: int = Field(ge=0)
+    coverage: list[QuestionCoverage] = Field(default_factory=list)
+    evidence: list[EvidenceSummary] = Field(default_factory=list)
+    source_class_mix: dict[str, int] = Field(default_factory=dict)
+    candidates: list[CandidateSummary] = Field(default_factory=list)
+    open_contradictions: list[ContradictionCandidate] = Field(default_factory=list)
+    failed_sources: list[FailedSource] = Field(default_factory=list)
+    recent_queries: list[str] = Field(default_factory=list)
+    remaining: Usage = Field(default_factory=Usage)
+    unmet_finish_criteria: list[str] = Field(default_factory=list)
+
+
+class ExtractionRequest(Contract):
+    """Input of the tool-less extractor: one bounded, untrusted source and the questions."""
+
+    source_id: NonEmptyStr
+    title: str = ""
+    kind: Literal["html", "pdf", "text"]
+    text: str
+    questions: list[PlanQuestion]
+    max_items: int = Field(default=12, ge=1, le=40)
+
+
+class SourceSummary(Contract):
+    """Source metadata shown to synthesis and rendered in the sources list."""
+
+    id: NonEmptyStr
+    title: str = ""
+    url: str = ""
+    publisher: str | None = None
+    published_at: str | None = None
+    source_class: SourceClass = "unknown"
+
+
+class SynthesisRequest(Contract):
+    """Input of synthesis: evidence cards and source metadata, not pages."""
+
+    plan: ResearchPlan
+    evidence: list[Evidence]
+    sources: list[SourceSummary]
+    contradictions: list[ContradictionCandidate] = Field(default_factory=list)
+    gaps: list[ReportGap] = Field(default_factory=list)
+    partial: bool = False
+    # Filled only for the single citation-repair round.
+    problems: list[str] = Field(default_factory=list)
+    previous_report: Report | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# Progress events
+# --------------------------------------------------------------------------------------------
+
+ProgressPhase = Literal[
+    "planning",
+    "plan_ready",
+    "queued",
+    "searching",
+    "reviewing_sources",
+    "reading_source",
+    "extracting_evidence",
+    "comparing_evidence",
+    "synthesizing",
+    "paused",
+    "completed",
+    "cancelled",
+    "failed",
+    "budget_exhausted",
+]
+
+
+class _Event(Contract):
+    run_id: NonEmptyStr
+    message: Annotated[str, Field(max_length=500)] = ""
+
+
+class PhaseChanged(_Event):
+    type: Literal["phase_changed"] = "phase_changed"
+    phase: ProgressPhase
+    status: RunStatus
+
+
+class StepStarted(_Event):
+    type: Literal["step_started"] = "step_started"
+    step_id: NonEmptyStr
+    kind: StepKind
+
+
+class StepFinished(_Event):
+    type: Literal["step_finished"] = "step_finished"
+    step_id: NonEmptyStr
+    kind: StepKind
+    outcome: Literal["succeeded", "rejected", "failed", "skipped", "cancelled"]
+
+
+class SourceUpdated(_Event):
+    type: Literal["source_updated"] = "source_updated"
+    source_id: NonEmptyStr
+    status: SourceStatus
+    title: str = ""
+    domain: str = ""
+
+
+class CountsUpdated(_Event):
+    type: Literal["counts_updated"] = "counts_updated"
+    searches: int = Field(ge=0)
+    fetched_sources: int = Field(ge=0)
+    evidence_items: int = Field(ge=0)
+    covered_questions: int = Field(ge=0)
+    total_questions: int = Field(default=0, ge=0)
+
+
+class PlanReady(_Event):
+    type: Literal["plan_ready"] = "plan_ready"
+    plan_version: int = Field(ge=1)
+
+
+class ReportReady(_Event):
+    type: Literal["report_ready"] = "report_ready"
+    terminal_status: Literal["completed", "budget_exhausted"]
+
+
+ProgressEvent = Annotated[
+    PhaseChanged
+    | StepStarted
+    | StepFinished
+    | SourceUpdated
+    | CountsUpdated
+    | PlanReady
+    | ReportReady,
+    Field(discriminator="type"),
+]
+
+_PROGRESS_EVENT: TypeAdapter[Any] = TypeAdapter(ProgressEvent)
+_ACTION: TypeAdapter[Any] = TypeAdapter(ResearchAction)
+_LOCATOR: TypeAdapter[Any] = TypeAdapter(Locator)
+
+
+def parse_progress_event(data: dict[str, Any] | str | bytes) -> BaseModel:
+    """Validate a progress event from a dict or JSON text; raises ``ValidationError``."""
+    if isinstance(data, str | bytes):
+        return _PROGRESS_EVENT.validate_json(data)
+    return _PROGRESS_EVENT.validate_python(data)
+
+
+def parse_action(data: dict[str, Any] | str | bytes) -> SearchAction | ReadAction | FinishAction:
+    """Validate one research action from a dict or JSON text; raises ``ValidationError``."""
+    if isinstance(data, str | bytes):
+        return _ACTION.validate_json(data)
+    return _ACTION.validate_python(data)
+
+
+def parse_locator(data: dict[str, Any] | str | bytes) -> TextLocator | PdfLocator:
+    """Validate a stored locator from a dict or JSON text; raises ``ValidationError``."""
+    if isinstance(data, str | bytes):
+        return _LOCATOR.validate_json(data)
+    return _LOCATOR.validate_python(data)

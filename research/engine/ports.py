@@ -1,0 +1,292 @@
+"""The ports through which the research engine talks to the world.
+
+The engine never imports Django, httpx or a model SDK. The database (``research/store.py``),
+the model backends (``research/llm/``), the web (``research/sources/``) and the live progress
+channel (``research/events.py``) implement these protocols; tests implement them in memory.
+"""
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
+
+from research.engine.contracts import (
+    Evidence,
+    ExtractionRequest,
+    ExtractionResult,
+    PlanRequest,
+    ProgressEvent,
+    Report,
+    ResearchBrief,
+    ResearchDecision,
+    ResearchPlan,
+    RunControls,
+    RunSnapshot,
+    SearchCandidate,
+    SourceDocument,
+    SourcePolicy,
+    SourceQuality,
+    SourceRecord,
+    StepKind,
+    StepRecord,
+    StepStatus,
+    SynthesisRequest,
+    Usage,
+    WorkingState,
+)
+from research.engine.states import RunStatus
+
+AcquisitionErrorKind = Literal["blocked", "failed", "unsupported"]
+
+T = TypeVar("T")
+
+
+class AcquisitionError(Exception):
+    """A source could not be acquired. ``kind`` is the status the source is stored with.
+
+    ``blocked``: policy, robots, paywall or a refused address; ``failed``: network or server
+    trouble (``retryable`` when trying again later may help); ``unsupported``: a content type
+    or size the engine cannot use. ``reason`` is a sentence a user can read.
+    """
+
+    def __init__(self, kind: AcquisitionErrorKind, reason: str, *, retryable: bool = False) -> None:
+        if kind not in ("blocked", "failed", "unsupported"):
+            raise ValueError(f"{kind!r} is not an acquisition error kind.")
+        super().__init__(reason)
+        self.kind: AcquisitionErrorKind = kind
+        self.reason = reason
+        self.retryable = retryable
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+class ModelError(Exception):
+    """A model call failed or returned output that could not be validated after repair.
+
+    ``reason`` is a sentence a user can read; ``retryable`` says whether a later attempt may
+    succeed (a timeout or rate limit) or not (invalid output twice in a row).
+    """
+
+    def __init__(self, reason: str, *, retryable: bool = False, usage: Usage | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retryable = retryable
+        # A failed call may still have consumed tokens; the loop settles them.
+        self.usage = usage or Usage()
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@dataclass(frozen=True)
+class ModelResult(Generic[T]):
+    """A validated contract returned by a model call, with what the call consumed."""
+
+    value: T
+    usage: Usage
+
+
+@runtime_checkable
+class SourceAdapter(Protocol):
+    """Discovers and acquires sources (the web adapter lives in ``research/sources``)."""
+
+    def discover(
+        self, query: str, *, policy: SourcePolicy, limit: int = 10
+    ) -> list[SearchCandidate]:
+        """Search for ``query`` and return ranked candidates the policy allows."""
+        ...
+
+    def acquire(self, url: str, *, policy: SourcePolicy, max_bytes: int) -> SourceDocument:
+        """Fetch and normalise ``url``; raises :class:`AcquisitionError`."""
+        ...
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """The four model calls of the research method, each returning a validated contract.
+
+    Implementations validate and (once) repair model output themselves; they raise
+    :class:`ModelError` when they cannot produce a valid contract.
+    """
+
+    def plan(self, request: PlanRequest) -> ModelResult[ResearchPlan]:
+        """Draft a research plan. No tools, no retrieved content."""
+        ...
+
+    def decide(self, brief: ResearchBrief) -> ModelResult[ResearchDecision]:
+        """Propose one to three actions from the compact research brief."""
+        ...
+
+    def extract(self, request: ExtractionRequest) -> ModelResult[ExtractionResult]:
+        """Extract evidence candidates from one untrusted source, in a tool-less call."""
+        ...
+
+    def synthesise(self, request: SynthesisRequest) -> ModelResult[Report]:
+        """Write the report from evidence cards; ``request.problems`` is set for the repair."""
+        ...
+
+
+@runtime_checkable
+class EventSink(Protocol):
+    """Receives progress events; delivery is best effort, the database is the record."""
+
+    def emit(self, event: ProgressEvent) -> None:
+        """Publish one progress event."""
+        ...
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Wall time for timestamps and a monotonic reading for elapsed-time budgets."""
+
+    def now(self) -> datetime:
+        """The current time, timezone-aware (UTC)."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds from an arbitrary origin that never go backwards."""
+        ...
+
+
+class SystemClock:
+    """The real clock."""
+
+    def now(self) -> datetime:
+        """The current UTC time."""
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        """``time.monotonic()``."""
+        return time.monotonic()
+
+
+class FakeClock:
+    """A clock that only moves when told to; for tests and deterministic replays."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = start or datetime(2025, 1, 1, tzinfo=UTC)
+        self._monotonic = 0.0
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        """The fake current time."""
+        return self._now
+
+    def monotonic(self) -> float:
+        """Seconds advanced since the clock was created."""
+        return self._monotonic
+
+    def advance(self, seconds: float) -> None:
+        """Move both readings forward by ``seconds``."""
+        if seconds < 0:
+            raise ValueError("A clock cannot go backwards.")
+        with self._lock:
+            self._now += timedelta(seconds=seconds)
+            self._monotonic += seconds
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Durable state of runs, steps, sources, evidence and reports.
+
+    Every write is idempotent so a resumed run never duplicates work: steps by dedupe key,
+    sources by canonical URL hash, evidence by evidence hash. Status changes are
+    compare-and-set on (status, plan_version).
+    """
+
+    def load_run(self, run_id: str) -> RunSnapshot:
+        """Load the run with its plan, policy, budget, usage, working state and controls."""
+        ...
+
+    def transition(
+        self,
+        run_id: str,
+        *,
+        expected: RunStatus,
+        to: RunStatus,
+        plan_version: int | None = None,
+        reason: str = "",
+    ) -> bool:
+        """Move the run from ``expected`` to ``to`` if it is still there (and still at
+        ``plan_version`` when given). Returns ``False`` when someone else moved it first."""
+        ...
+
+    def controls(self, run_id: str) -> RunControls:
+        """Read the pause and cancel flags afresh."""
+        ...
+
+    def save_checkpoint(self, run_id: str, *, state: WorkingState, usage: Usage) -> None:
+        """Persist the working state and usage together."""
+        ...
+
+    def begin_step(
+        self,
+        run_id: str,
+        *,
+        kind: StepKind,
+        dedupe_key: str,
+        rationale: str = "",
+        payload: dict[str, object] | None = None,
+    ) -> StepRecord:
+        """Create a pending step, or return the existing step with the same dedupe key."""
+        ...
+
+    def finish_step(
+        self, step_id: str, *, status: StepStatus, summary: str = "", usage: Usage | None = None
+    ) -> None:
+        """Record a step's outcome."""
+        ...
+
+    def record_candidates(
+        self, run_id: str, *, step_id: str, candidates: Sequence[SearchCandidate]
+    ) -> list[SourceRecord]:
+        """Store search results as candidate sources (deduplicated by canonical URL hash) and
+        finish the search step in the same transaction."""
+        ...
+
+    def list_sources(self, run_id: str) -> list[SourceRecord]:
+        """All sources of the run, in discovery order."""
+        ...
+
+    def get_source(self, run_id: str, source_id: str) -> SourceRecord | None:
+        """One source of the run, or ``None`` (also when it belongs to another run)."""
+        ...
+
+    def record_acquisition(
+        self,
+        run_id: str,
+        source_id: str,
+        *,
+        document: SourceDocument,
+        quality: SourceQuality,
+        duplicate_of: str | None = None,
+    ) -> SourceRecord:
+        """Store the snapshot; the source becomes ``fetched``, or ``duplicate`` of another."""
+        ...
+
+    def record_failure(
+        self, run_id: str, source_id: str, *, kind: AcquisitionErrorKind, reason: str
+    ) -> SourceRecord:
+        """Mark a source blocked, failed or unsupported with a readable reason."""
+        ...
+
+    def load_snapshot(self, run_id: str, source_id: str) -> SourceDocument | None:
+        """The stored snapshot of an acquired source."""
+        ...
+
+    def add_evidence(
+        self, run_id: str, *, step_id: str, evidence: Sequence[Evidence]
+    ) -> list[Evidence]:
+        """Insert evidence, skipping items whose hash the run already has; returns the new ones."""
+        ...
+
+    def list_evidence(self, run_id: str) -> list[Evidence]:
+        """All verified evidence of the run."""
+        ...
+
+    def save_report(self, run_id: str, *, report: Report) -> None:
+        """Store the validated report object (the durable record the pages render from)."""
+        ...
