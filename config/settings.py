@@ -202,6 +202,17 @@ CONTENT_SECURITY_POLICY = (
     "form-action 'self'; frame-ancestors 'none'"
 )
 
+# Research runs.
+RESEARCH_MAX_DEPTH = env_str("RESEARCH_MAX_DEPTH", "thorough")
+if RESEARCH_MAX_DEPTH not in ("quick", "standard", "thorough"):
+    raise ConfigError(
+        f"RESEARCH_MAX_DEPTH must be quick, standard or thorough, not {RESEARCH_MAX_DEPTH!r}."
+    )
+RESEARCH_MAX_ACTIVE_RUNS_PER_USER = env_int("RESEARCH_MAX_ACTIVE_RUNS_PER_USER", 2, minimum=1)
+RESEARCH_MAX_ACTIVE_RUNS = env_int("RESEARCH_MAX_ACTIVE_RUNS", 4, minimum=1)
+RESEARCH_LEASE_SECONDS = env_int("RESEARCH_LEASE_SECONDS", 90, minimum=10)
+RESEARCH_REAPER_INTERVAL_SECONDS = env_int("RESEARCH_REAPER_INTERVAL_SECONDS", 30, minimum=1)
+
 DEMO_USERNAME = env_str("DEMO_USERNAME", "demo")
 DEMO_PASSWORD = env_str("DEMO_PASSWORD")
 

@@ -96,6 +96,8 @@ class ResearchRun(models.Model):
     )
     report = SchemaJSONField(schema=f"{CONTRACTS}.Report", null=True, blank=True)
 
+    refinement_instruction = models.TextField(blank=True)
+
     pause_requested = models.BooleanField(default=False)
     cancel_requested = models.BooleanField(default=False)
     lease_owner = models.CharField(max_length=100, blank=True)
@@ -104,6 +106,7 @@ class ResearchRun(models.Model):
 
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
 

@@ -1,0 +1,414 @@
+"""Writes on research runs: creation and the controls the UI and the API both call.
+
+Callers check permissions first (``research.access``); these functions check the
+lifecycle. Every status change is a compare-and-set on (status[, plan_version]), so a
+control that raced with a worker or another user fails with a clear sentence instead
+of overwriting. Work is handed to the background only after commit.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from pydantic import ValidationError as PydanticValidationError
+
+from accounts.models import Membership, Team, User
+from research.engine.contracts import Budget, ResearchPlan, SourcePolicy
+from research.engine.guards import budget_for
+from research.engine.states import (
+    RunStatus,
+    can_pause,
+    check_transition,
+    is_terminal,
+    resume_target,
+    retry_target,
+)
+from research.models import ResearchRun, ResearchStep
+
+QUESTION_MAX_CHARS = 4000
+INSTRUCTION_MAX_CHARS = 2000
+
+
+class RunActionError(Exception):
+    """A control that cannot be applied now; the message says why, in one sentence."""
+
+
+class PlanVersionConflict(RunActionError):
+    """The plan changed since the user loaded it (HTTP 409 in the API)."""
+
+    def __init__(self, *, expected: int, current: int, current_plan: dict | None) -> None:
+        self.expected = expected
+        self.current = current
+        self.current_plan = current_plan
+        super().__init__(
+            f"The plan was changed by someone else while you were editing (you edited version "
+            f"{expected}, it is now version {current}); review the current plan and edit again."
+        )
+
+
+def _enqueue_advance(run_id: object) -> None:
+    transaction.on_commit(lambda: _send_advance(str(run_id)))
+
+
+def _send_advance(run_id: str) -> None:
+    from research.actors import advance_run
+
+    advance_run.send(run_id)
+
+
+def _validation_sentence(exc: PydanticValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "plan"
+        problems.append(f"{where}: {error['msg']}")
+    return "; ".join(problems)
+
+
+def run_transition(
+    run: ResearchRun,
+    *,
+    expected: str,
+    to: str,
+    plan_version: int | None = None,
+    **fields: Any,
+) -> bool:
+    """Compare-and-set the run's status; returns False when it was no longer ``expected``."""
+    check_transition(expected, to)
+    now = timezone.now()
+    rows = ResearchRun.objects.filter(pk=run.pk, status=expected)
+    if plan_version is not None:
+        rows = rows.filter(plan_version=plan_version)
+    if to == RunStatus.PAUSED:
+        fields.setdefault("resume_phase", expected)
+    if is_terminal(to):
+        fields.setdefault("completed_at", now)
+        fields.setdefault("lease_owner", "")
+        fields.setdefault("lease_expires_at", None)
+    changed = rows.update(status=to, updated_at=now, **fields) == 1
+    if changed:
+        run.refresh_from_db()
+    return changed
+
+
+def _has_live_lease(run: ResearchRun) -> bool:
+    return bool(run.lease_owner) and (
+        run.lease_expires_at is not None and run.lease_expires_at > timezone.now()
+    )
+
+
+def _refused(run: ResearchRun, action: str) -> RunActionError:
+    label = run.get_status_display().lower()
+    return RunActionError(f"A run that is {label} cannot be {action}.")
+
+
+def deployment_budget_cap() -> Budget:
+    """The largest budget this deployment allows (a depth preset, ``RESEARCH_MAX_DEPTH``)."""
+    return budget_for(settings.RESEARCH_MAX_DEPTH)
+
+
+def run_create(
+    *,
+    owner: User,
+    question: str,
+    depth: str = ResearchRun.Depth.STANDARD,
+    source_policy: dict | None = None,
+    team: Team | None = None,
+    visibility: str = ResearchRun.Visibility.PRIVATE,
+    report_template: str = "",
+    client_request_id: str | None = None,
+) -> ResearchRun:
+    """Create a run and start planning it in the background."""
+    question = question.strip()
+    if not question:
+        raise RunActionError("Write the question you want researched.")
+    if len(question) > QUESTION_MAX_CHARS:
+        raise RunActionError(
+            f"The question is too long; keep it under {QUESTION_MAX_CHARS} characters."
+        )
+    if depth not in ResearchRun.Depth.values:
+        raise RunActionError(f"{depth!r} is not a depth; choose quick, standard or thorough.")
+    order = list(ResearchRun.Depth.values)
+    if order.index(depth) > order.index(settings.RESEARCH_MAX_DEPTH):
+        raise RunActionError(
+            f"This server allows research up to “{settings.RESEARCH_MAX_DEPTH}” depth; "
+            f"choose a smaller depth."
+        )
+    try:
+        policy = SourcePolicy.model_validate(source_policy or {})
+    except PydanticValidationError as exc:
+        raise RunActionError(
+            f"The source controls are not valid: {_validation_sentence(exc)}."
+        ) from None
+    if team is not None and not Membership.objects.filter(team=team, user=owner).exists():
+        raise RunActionError("You can only share research with a team you belong to.")
+    if visibility != ResearchRun.Visibility.PRIVATE and team is None:
+        raise RunActionError("Choose a team to share this research with.")
+    if client_request_id:
+        existing = ResearchRun.objects.filter(
+            owner=owner, client_request_id=client_request_id
+        ).first()
+        if existing is not None:
+            return existing  # the same submission twice (double click, retry) is one run
+    with transaction.atomic():
+        run = ResearchRun.objects.create(
+            owner=owner,
+            question=question,
+            title=question[:200],
+            depth=depth,
+            source_policy=policy.model_dump(mode="json"),
+            budget=budget_for(depth).model_dump(mode="json"),
+            team=team,
+            visibility=visibility,
+            share_token=secrets.token_urlsafe(24)
+            if visibility == ResearchRun.Visibility.LINK
+            else None,
+            report_template=report_template,
+            client_request_id=client_request_id,
+        )
+        _enqueue_advance(run.pk)
+    return run
+
+
+@transaction.atomic
+def plan_update(*, run: ResearchRun, plan: dict, expected_version: int) -> ResearchRun:
+    """Save an edited plan as a new version; refused when it was based on an old version."""
+    try:
+        validated = ResearchPlan.model_validate(plan)
+    except PydanticValidationError as exc:
+        raise RunActionError(f"The plan is not valid: {_validation_sentence(exc)}.") from None
+    updated = ResearchRun.objects.filter(
+        pk=run.pk, status=RunStatus.AWAITING_APPROVAL, plan_version=expected_version
+    ).update(
+        plan=validated.model_dump(mode="json"),
+        plan_version=F("plan_version") + 1,
+        updated_at=timezone.now(),
+    )
+    run.refresh_from_db()
+    if updated == 1:
+        return run
+    if run.status != RunStatus.AWAITING_APPROVAL:
+        raise _refused(run, "edited; only a plan awaiting approval can change")
+    raise PlanVersionConflict(
+        expected=expected_version, current=run.plan_version, current_plan=run.plan
+    )
+
+
+@transaction.atomic
+def plan_approve(*, run: ResearchRun, expected_version: int) -> ResearchRun:
+    """Approve the plan the user saw; research starts in the background."""
+    if run.status != RunStatus.AWAITING_APPROVAL:
+        raise _refused(run, "approved")
+    if not run_transition(
+        run,
+        expected=RunStatus.AWAITING_APPROVAL,
+        to=RunStatus.QUEUED,
+        plan_version=expected_version,
+        approved_at=timezone.now(),
+    ):
+        run.refresh_from_db()
+        if run.status == RunStatus.AWAITING_APPROVAL:
+            raise PlanVersionConflict(
+                expected=expected_version, current=run.plan_version, current_plan=run.plan
+            )
+        raise _refused(run, "approved")
+    _enqueue_advance(run.pk)
+    return run
+
+
+@transaction.atomic
+def run_pause(*, run: ResearchRun) -> ResearchRun:
+    """Pause now when no worker holds the run, else ask the worker to pause at a safe point."""
+    if not can_pause(run.status):
+        raise _refused(run, "paused")
+    idle = run.status in (RunStatus.CREATED, RunStatus.AWAITING_APPROVAL) or (
+        run.status == RunStatus.QUEUED and not _has_live_lease(run)
+    )
+    if idle and run_transition(run, expected=run.status, to=RunStatus.PAUSED):
+        return run
+    ResearchRun.objects.filter(pk=run.pk).update(pause_requested=True, updated_at=timezone.now())
+    run.refresh_from_db()
+    return run
+
+
+@transaction.atomic
+def run_resume(*, run: ResearchRun) -> ResearchRun:
+    if run.status != RunStatus.PAUSED:
+        raise _refused(run, "resumed")
+    target = resume_target(run.resume_phase or RunStatus.QUEUED)
+    if not run_transition(
+        run, expected=RunStatus.PAUSED, to=target, pause_requested=False, resume_phase=""
+    ):
+        raise _refused(run, "resumed")
+    if target != RunStatus.AWAITING_APPROVAL:
+        _enqueue_advance(run.pk)
+    return run
+
+
+@transaction.atomic
+def run_cancel(*, run: ResearchRun, reason: str = "Cancelled by a user.") -> ResearchRun:
+    """Cancel for good: pending steps are cancelled and no report is written."""
+    if is_terminal(run.status):
+        raise _refused(run, "cancelled")
+    if _has_live_lease(run):
+        ResearchRun.objects.filter(pk=run.pk).update(
+            cancel_requested=True, updated_at=timezone.now()
+        )
+        run.refresh_from_db()
+        return run
+    if not run_transition(
+        run,
+        expected=run.status,
+        to=RunStatus.CANCELLED,
+        cancel_requested=True,
+        terminal_reason=reason,
+    ):
+        raise _refused(run, "cancelled")
+    steps_cancel_unfinished(run)
+    return run
+
+
+def steps_cancel_unfinished(run: ResearchRun) -> int:
+    return ResearchStep.objects.filter(
+        run=run, status__in=[ResearchStep.Status.PENDING, ResearchStep.Status.RUNNING]
+    ).update(status=ResearchStep.Status.CANCELLED, completed_at=timezone.now())
+
+
+@transaction.atomic
+def run_refine(*, run: ResearchRun, instruction: str, user: User) -> ResearchRun:
+    """Ask for a revised plan. A completed run is never changed: a new run refines it."""
+    instruction = instruction.strip()
+    if not instruction:
+        raise RunActionError("Say how the research should change.")
+    if len(instruction) > INSTRUCTION_MAX_CHARS:
+        raise RunActionError(
+            f"The instruction is too long; keep it under {INSTRUCTION_MAX_CHARS} characters."
+        )
+    if run.status == RunStatus.COMPLETED:
+        child = ResearchRun.objects.create(
+            owner=user,
+            parent_run=run,
+            question=run.question,
+            title=run.title,
+            depth=run.depth,
+            source_policy=run.source_policy,
+            budget=run.budget,
+            team=run.team if run.visibility != ResearchRun.Visibility.PRIVATE else None,
+            visibility=ResearchRun.Visibility.TEAM
+            if run.visibility != ResearchRun.Visibility.PRIVATE and run.team_id
+            else ResearchRun.Visibility.PRIVATE,
+            report_template=run.report_template,
+            plan=run.plan,
+            plan_version=1,
+            status=RunStatus.PAUSED,
+            resume_phase=RunStatus.PLANNING,
+            refinement_instruction=instruction,
+        )
+        _enqueue_advance(child.pk)
+        return child
+    if run.status not in (RunStatus.AWAITING_APPROVAL, RunStatus.PAUSED, RunStatus.RESEARCHING):
+        raise _refused(run, "refined")
+    ResearchRun.objects.filter(pk=run.pk).update(
+        refinement_instruction=instruction,
+        pause_requested=run.status == RunStatus.RESEARCHING,
+        updated_at=timezone.now(),
+    )
+    run.refresh_from_db()
+    if run.status != RunStatus.RESEARCHING:
+        # Nobody is working on it: revise the plan straight away in the background.
+        _enqueue_advance(run.pk)
+    return run
+
+
+@transaction.atomic
+def run_retry(*, run: ResearchRun) -> ResearchRun:
+    """Retry only the phase that failed; synthesis reruns from stored evidence."""
+    if run.status != RunStatus.FAILED:
+        raise _refused(run, "retried")
+    target = retry_target(run.resume_phase or RunStatus.RESEARCHING)
+    if not run_transition(
+        run,
+        expected=RunStatus.FAILED,
+        to=target,
+        last_error="",
+        resume_phase="",
+        terminal_reason="",
+    ):
+        raise _refused(run, "retried")
+    _enqueue_advance(run.pk)
+    return run
+
+
+BUDGET_INCREASE_FACTOR = 1.5
+_GROWING_LIMITS = (
+    "iterations",
+    "searches",
+    "fetched_sources",
+    "model_calls",
+    "elapsed_seconds",
+    "bytes_per_run",
+    "input_tokens",
+    "output_tokens",
+)
+
+
+@transaction.atomic
+def budget_increase(*, run: ResearchRun, factor: float = BUDGET_INCREASE_FACTOR) -> ResearchRun:
+    """Grow every hard limit by ``factor`` (capped by the deployment) and research on."""
+    if run.status != RunStatus.BUDGET_EXHAUSTED:
+        raise _refused(run, "given more budget")
+    if not 1 < factor <= 4:
+        raise RunActionError("A budget can grow by more than 1× and at most 4× at a time.")
+    current = Budget.model_validate(run.budget)
+    cap = deployment_budget_cap().model_dump()
+    grown = current.model_dump()
+    for name in _GROWING_LIMITS:
+        grown[name] = max(grown[name], min(int(grown[name] * factor), cap[name] * 2))
+    if all(grown[name] == getattr(current, name) for name in _GROWING_LIMITS):
+        raise RunActionError("This run already has the largest budget this server allows.")
+    if not run_transition(
+        run,
+        expected=RunStatus.BUDGET_EXHAUSTED,
+        to=RunStatus.QUEUED,
+        budget=Budget.model_validate(grown).model_dump(mode="json"),
+        terminal_reason="",
+    ):
+        raise _refused(run, "given more budget")
+    _enqueue_advance(run.pk)
+    return run
+
+
+def queue_position(run: ResearchRun) -> int | None:
+    """1-based place among approved runs still waiting for a worker, or None."""
+    if run.status != RunStatus.QUEUED or run.approved_at is None:
+        return None
+    ahead = ResearchRun.objects.filter(
+        Q(status=RunStatus.QUEUED),
+        Q(lease_owner="") | Q(lease_expires_at__lt=timezone.now()),
+        Q(approved_at__lt=run.approved_at),
+    ).count()
+    return ahead + 1
+
+
+def sharing_update(*, run: ResearchRun, visibility: str, team: Team | None) -> ResearchRun:
+    """Change who may see a run; a new link token is minted each time link sharing starts."""
+    if visibility not in ResearchRun.Visibility.values:
+        raise RunActionError(
+            "Choose who may see this research: only you, your team, or anyone with the link."
+        )
+    if visibility != ResearchRun.Visibility.PRIVATE and team is None:
+        raise RunActionError("Choose a team to share this research with.")
+    if team is not None and not Membership.objects.filter(team=team, user_id=run.owner_id).exists():
+        raise RunActionError("The run's owner does not belong to that team.")
+    token = run.share_token if visibility == ResearchRun.Visibility.LINK else None
+    if visibility == ResearchRun.Visibility.LINK and not token:
+        token = secrets.token_urlsafe(24)
+    ResearchRun.objects.filter(pk=run.pk).update(
+        visibility=visibility, team=team, share_token=token, updated_at=timezone.now()
+    )
+    run.refresh_from_db()
+    return run
