@@ -213,6 +213,39 @@ RESEARCH_MAX_ACTIVE_RUNS = env_int("RESEARCH_MAX_ACTIVE_RUNS", 4, minimum=1)
 RESEARCH_LEASE_SECONDS = env_int("RESEARCH_LEASE_SECONDS", 90, minimum=10)
 RESEARCH_REAPER_INTERVAL_SECONDS = env_int("RESEARCH_REAPER_INTERVAL_SECONDS", 30, minimum=1)
 
+# Source acquisition (research/sources). Values pass through as written;
+# research.sources.config parses them and the research app checks them at start-up,
+# naming the variable when one is wrong. docs/configuration.md lists them.
+SOURCES_VARIABLES = (
+    "RESEARCH_FETCH_ALLOWED_HOSTS",
+    "RESEARCH_FETCH_STATIC_HOSTS",
+    "RESEARCH_FETCH_USER_AGENT",
+    "RESEARCH_FETCH_CONNECT_TIMEOUT",
+    "RESEARCH_FETCH_READ_TIMEOUT",
+    "RESEARCH_FETCH_TOTAL_TIMEOUT",
+    "RESEARCH_FETCH_MAX_BYTES",
+    "RESEARCH_FETCH_MAX_PDF_BYTES",
+    "RESEARCH_FETCH_MAX_REDIRECTS",
+    "RESEARCH_FETCH_CA_BUNDLE",
+    "RESEARCH_FETCH_DOMAIN_INTERVAL",
+    "RESEARCH_SEARCH_PROVIDERS",
+    "RESEARCH_SEARCH_MODE",
+    "RESEARCH_SEARCH_TIMEOUT",
+    "RESEARCH_SEARCH_PROVIDER_INTERVAL",
+    "RESEARCH_RETRY_MAX_ATTEMPTS",
+    "SEARXNG_URL",
+    "BRAVE_API_KEY",
+    "BRAVE_API_URL",
+    "TAVILY_API_KEY",
+    "TAVILY_API_URL",
+    "RESEARCH_WIKIPEDIA_API_URL",
+    "RESEARCH_ARXIV_API_URL",
+    "RESEARCH_DDGS_BACKEND",
+)
+for _name in SOURCES_VARIABLES:
+    if env_str(_name):
+        globals()[_name] = env_str(_name)
+
 DEMO_USERNAME = env_str("DEMO_USERNAME", "demo")
 DEMO_PASSWORD = env_str("DEMO_PASSWORD")
 

@@ -1,6 +1,18 @@
 from django.apps import AppConfig
+from django.core.exceptions import ImproperlyConfigured
 
 
 class ResearchConfig(AppConfig):
     name = "research"
     verbose_name = "Research"
+
+    def ready(self) -> None:
+        # Check the research configuration at start-up, so a wrong variable stops
+        # the server and the workers with one sentence instead of failing a run later.
+        from config.env import ConfigError
+        from research.sources.config import sources_config_from_settings
+
+        try:
+            sources_config_from_settings()
+        except ImproperlyConfigured as exc:
+            raise ConfigError(str(exc)) from None

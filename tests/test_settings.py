@@ -39,6 +39,10 @@ def manage(*args: str, env: dict[str, str], tmp_path: Path) -> subprocess.Comple
         ("REDIS_URL", "redis://:6379/0"),
         ("REDIS_URL", "redis://127.0.0.1:port/0"),
         ("DEBUG", "maybe"),
+        ("RESEARCH_SEARCH_PROVIDERS", "bing"),
+        ("RESEARCH_FETCH_CONNECT_TIMEOUT", "soon"),
+        ("RESEARCH_FETCH_ALLOWED_HOSTS", "http://intranet/"),
+        ("RESEARCH_MAX_DEPTH", "bottomless"),
     ],
 )
 def test_malformed_variable_stops_startup_with_one_sentence(tmp_path, variable, value):

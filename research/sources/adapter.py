@@ -1,0 +1,163 @@
+"""``WebSourceAdapter``: the engine's ``SourceAdapter`` port for the public web.
+
+It ties the pieces together: search providers for ``discover``; the domain
+policy, per-domain rate limit, retries, ``SafeFetcher`` and extraction for
+``acquire``. Every failure leaves as an ``AcquisitionError`` (``SourceError``)
+with a sentence; nothing else escapes, so one bad page never stops a run.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+
+import httpcore
+
+from research.engine.contracts import SearchCandidate, SourceDocument, SourcePolicy
+from research.engine.urls import (
+    UnsupportedURLError,
+    evaluate_domain_policy,
+    hostname,
+    registrable_domain,
+)
+from research.sources.config import SourcesConfig
+from research.sources.errors import SourceError, blocked, failed
+from research.sources.extract import extract_document
+from research.sources.providers import SearchProvider, build_providers, provider_endpoints
+from research.sources.providers.duckduckgo import DdgsFactory
+from research.sources.resilience import RateLimiter, RetryPolicy, call_with_retries
+from research.sources.safe_fetch import FetchResponse, Resolver, SafeFetcher
+from research.sources.search import SearchService
+
+logger = logging.getLogger(__name__)
+
+
+class WebSourceAdapter:
+    """Discovers and acquires web sources safely (implements ``engine.ports.SourceAdapter``).
+
+    ``providers`` picks the search providers for this adapter (a run's own
+    choice); by default the configured ``search_providers`` are used. The
+    keyword-only seams (resolver, network backend, ddgs factory, provider
+    objects, clock, sleep, randomness) exist for tests and evaluations.
+    """
+
+    def __init__(
+        self,
+        config: SourcesConfig,
+        *,
+        providers: Sequence[str] | None = None,
+        resolver: Resolver | None = None,
+        network_backend: httpcore.NetworkBackend | None = None,
+        ddgs_factory: DdgsFactory | None = None,
+        search_providers: Mapping[str, SearchProvider] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: Callable[[], float] = random.random,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.config = config
+        self._fetcher = SafeFetcher(
+            config, resolver=resolver, network_backend=network_backend, clock=clock
+        )
+        provider_fetcher = SafeFetcher(
+            config,
+            resolver=resolver,
+            network_backend=network_backend,
+            extra_allowed_hosts=provider_endpoints(config),
+            clock=clock,
+        )
+        built = dict(build_providers(config, provider_fetcher, ddgs_factory=ddgs_factory))
+        built.update(search_providers or {})
+        self._retry = RetryPolicy(
+            max_attempts=config.max_attempts,
+            base_delay=config.backoff_base,
+            max_delay=config.backoff_max,
+            max_retry_after=config.max_retry_after,
+        )
+        self._domain_limiter = RateLimiter(config.domain_interval, clock=clock, sleep=sleep)
+        self._sleep = sleep
+        self._rng = rng
+        self._now = now
+        self._search = SearchService(
+            built,
+            selected=tuple(providers) if providers else config.search_providers,
+            mode=config.search_mode,
+            limiter=RateLimiter(config.provider_interval, clock=clock, sleep=sleep),
+            retry=self._retry,
+            sleep=sleep,
+            rng=rng,
+        )
+
+    def discover(
+        self,
+        query: str,
+        *,
+        policy: SourcePolicy,
+        limit: int = 10,
+        providers: Sequence[str] | None = None,
+    ) -> list[SearchCandidate]:
+        """Search for ``query`` and return ranked candidates the policy allows.
+
+        Raises ``AcquisitionError`` (kind ``failed``) when no provider answers.
+        """
+        try:
+            return self._search.discover(query, policy=policy, limit=limit, providers=providers)
+        except SourceError:
+            raise
+        except Exception as error:  # a provider bug must not end the run
+            logger.exception("Search for %r failed unexpectedly", query)
+            raise failed(f"The search failed unexpectedly ({type(error).__name__}).") from error
+
+    def acquire(self, url: str, *, policy: SourcePolicy, max_bytes: int) -> SourceDocument:
+        """Fetch ``url`` and return its normalised snapshot of at most ``max_bytes`` bytes.
+
+        The source policy is checked for the URL and for every redirect target.
+        Retryable failures (timeouts, 429, 502–504) are retried with backoff;
+        everything else raises ``AcquisitionError`` at once.
+        """
+        if max_bytes < 1:
+            raise ValueError("max_bytes must be at least 1.")
+        self._check_policy(url, policy)
+
+        def guard(target: str) -> None:
+            self._check_policy(target, policy, redirected=target != url)
+
+        def attempt() -> FetchResponse:
+            self._domain_limiter.wait(_domain_key(url))
+            return self._fetcher.fetch(url, redirect_guard=guard)
+
+        try:
+            response = call_with_retries(
+                attempt,
+                policy=self._retry,
+                sleep=self._sleep,
+                rng=self._rng,
+                describe="Fetching the page",
+            )
+            return extract_document(response, max_bytes=max_bytes, retrieved_at=self._now())
+        except SourceError:
+            raise
+        except Exception as error:  # a parser bug must not end the run
+            logger.exception("Acquiring %s failed unexpectedly", url)
+            raise failed(f"Reading {url} failed unexpectedly ({type(error).__name__}).") from error
+
+    @staticmethod
+    def _check_policy(url: str, policy: SourcePolicy, *, redirected: bool = False) -> None:
+        decision = evaluate_domain_policy(url, policy)
+        if not decision.allowed:
+            if redirected:
+                raise blocked(
+                    f"The page redirected to {url}, which the source policy does not allow: "
+                    f"{decision.reason}"
+                )
+            raise blocked(decision.reason)
+
+
+def _domain_key(url: str) -> str:
+    try:
+        return registrable_domain(hostname(url))
+    except UnsupportedURLError:
+        return url

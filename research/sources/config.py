@@ -1,0 +1,194 @@
+"""Configuration of source acquisition as one plain, immutable value.
+
+``sources_config_from_settings`` is the only place in ``research.sources``
+that reads Django settings; everything else receives a ``SourcesConfig`` so
+tests can build one directly.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from research.sources.addresses import normalize_host, parse_allowed_host
+
+KNOWN_PROVIDERS: tuple[str, ...] = (
+    "searxng",
+    "duckduckgo",
+    "brave",
+    "tavily",
+    "wikipedia",
+    "arxiv",
+)
+
+SearchMode = Literal["ensemble", "fallback"]
+
+DEFAULT_USER_AGENT = (
+    "DeepResearchBot/0.1 (+self-hosted research assistant; reads public pages once)"
+)
+
+
+@dataclass(frozen=True)
+class SourcesConfig:
+    """Everything ``research.sources`` needs to know about its environment.
+
+    Times are seconds, sizes are bytes. Defaults suit a public deployment;
+    tests shorten the timeouts and add the loopback test web to
+    ``allowed_hosts``.
+    """
+
+    allowed_hosts: tuple[str, ...] = ()
+    static_hosts: Mapping[str, str] = field(default_factory=dict)
+    user_agent: str = DEFAULT_USER_AGENT
+    connect_timeout: float = 5.0
+    read_timeout: float = 10.0
+    total_timeout: float = 30.0
+    max_page_bytes: int = 2 * 1024 * 1024
+    max_pdf_bytes: int = 10 * 1024 * 1024
+    max_redirects: int = 5
+    ca_bundle: str = ""
+    domain_interval: float = 1.0
+    search_providers: tuple[str, ...] = ("duckduckgo",)
+    search_mode: SearchMode = "ensemble"
+    search_timeout: float = 15.0
+    provider_interval: float = 1.0
+    max_attempts: int = 3
+    backoff_base: float = 0.5
+    backoff_max: float = 8.0
+    max_retry_after: float = 30.0
+    searxng_url: str = ""
+    brave_api_key: str = ""
+    brave_api_url: str = "https://api.search.brave.com/res/v1/web/search"
+    tavily_api_key: str = ""
+    tavily_api_url: str = "https://api.tavily.com/search"
+    wikipedia_api_url: str = "https://en.wikipedia.org/w/api.php"
+    arxiv_api_url: str = "https://export.arxiv.org/api/query"
+    ddgs_backend: str = "duckduckgo"
+
+    def __post_init__(self) -> None:
+        for entry in self.allowed_hosts:
+            parse_allowed_host(entry)
+        for host, address in self.static_hosts.items():
+            if not host or not address:
+                raise ValueError("Every static host entry must look like name=address.")
+            try:
+                ipaddress.ip_address(address)
+            except ValueError:
+                raise ValueError(
+                    f"Static host {host!r} must map to an IP address, not {address!r}."
+                ) from None
+        unknown = [p for p in self.search_providers if p not in KNOWN_PROVIDERS]
+        if unknown:
+            raise ValueError(
+                f"Unknown search provider {unknown[0]!r}; choose from {', '.join(KNOWN_PROVIDERS)}."
+            )
+        if self.search_mode not in ("ensemble", "fallback"):
+            raise ValueError(
+                f"Search mode must be 'ensemble' or 'fallback', not {self.search_mode!r}."
+            )
+        for name in ("connect_timeout", "read_timeout", "total_timeout", "search_timeout"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be a positive number of seconds.")
+        if self.max_page_bytes < 1024 or self.max_pdf_bytes < 1024:
+            raise ValueError("Download limits must be at least 1024 bytes.")
+        if not 0 <= self.max_redirects <= 20:
+            raise ValueError("max_redirects must be between 0 and 20.")
+        if not 1 <= self.max_attempts <= 10:
+            raise ValueError("max_attempts must be between 1 and 10.")
+
+
+# setting name -> (SourcesConfig field, parser)
+_SETTINGS: dict[str, tuple[str, str]] = {
+    "RESEARCH_FETCH_ALLOWED_HOSTS": ("allowed_hosts", "list"),
+    "RESEARCH_FETCH_STATIC_HOSTS": ("static_hosts", "mapping"),
+    "RESEARCH_FETCH_USER_AGENT": ("user_agent", "str"),
+    "RESEARCH_FETCH_CONNECT_TIMEOUT": ("connect_timeout", "float"),
+    "RESEARCH_FETCH_READ_TIMEOUT": ("read_timeout", "float"),
+    "RESEARCH_FETCH_TOTAL_TIMEOUT": ("total_timeout", "float"),
+    "RESEARCH_FETCH_MAX_BYTES": ("max_page_bytes", "int"),
+    "RESEARCH_FETCH_MAX_PDF_BYTES": ("max_pdf_bytes", "int"),
+    "RESEARCH_FETCH_MAX_REDIRECTS": ("max_redirects", "int"),
+    "RESEARCH_FETCH_CA_BUNDLE": ("ca_bundle", "str"),
+    "RESEARCH_FETCH_DOMAIN_INTERVAL": ("domain_interval", "float"),
+    "RESEARCH_SEARCH_PROVIDERS": ("search_providers", "list"),
+    "RESEARCH_SEARCH_MODE": ("search_mode", "str"),
+    "RESEARCH_SEARCH_TIMEOUT": ("search_timeout", "float"),
+    "RESEARCH_SEARCH_PROVIDER_INTERVAL": ("provider_interval", "float"),
+    "RESEARCH_RETRY_MAX_ATTEMPTS": ("max_attempts", "int"),
+    "SEARXNG_URL": ("searxng_url", "str"),
+    "BRAVE_API_KEY": ("brave_api_key", "str"),
+    "BRAVE_API_URL": ("brave_api_url", "str"),
+    "TAVILY_API_KEY": ("tavily_api_key", "str"),
+    "TAVILY_API_URL": ("tavily_api_url", "str"),
+    "RESEARCH_WIKIPEDIA_API_URL": ("wikipedia_api_url", "str"),
+    "RESEARCH_ARXIV_API_URL": ("arxiv_api_url", "str"),
+    "RESEARCH_DDGS_BACKEND": ("ddgs_backend", "str"),
+}
+
+
+def sources_config_from_settings() -> SourcesConfig:
+    """Build a ``SourcesConfig`` from Django settings, using the defaults for unset names.
+
+    List settings may be Python lists or comma-separated strings; the static
+    host map may be a dict or ``name=address`` items. A value we cannot use
+    raises ``ImproperlyConfigured`` naming the setting.
+    """
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
+
+    values: dict[str, Any] = {}
+    for setting, (field_name, kind) in _SETTINGS.items():
+        raw = getattr(settings, setting, None)
+        if raw is None:
+            continue
+        try:
+            values[field_name] = _parse(kind, raw)
+            # Validating each value on its own lets the error name the setting.
+            SourcesConfig(**{field_name: values[field_name]})
+        except (TypeError, ValueError) as exc:
+            raise ImproperlyConfigured(f"{setting} is invalid: {exc}") from None
+    return SourcesConfig(**values)
+
+
+def _parse(kind: str, raw: Any) -> Any:
+    if kind == "list":
+        return tuple(_items(raw))
+    if kind == "mapping":
+        return parse_static_hosts(raw)
+    if kind == "float":
+        return float(raw)
+    if kind == "int":
+        return int(raw)
+    return str(raw).strip()
+
+
+def _items(raw: Any) -> Iterable[str]:
+    if isinstance(raw, str):
+        raw = raw.split(",")
+    return [str(item).strip() for item in raw if str(item).strip()]
+
+
+def parse_static_hosts(raw: Mapping[str, str] | Iterable[str] | str) -> dict[str, str]:
+    """Parse ``name=address`` pairs (``*.suffix=address`` allowed) into a dict.
+
+    Static hosts replace DNS for the listed names only; the addresses still
+    pass the private-address rules unless the host is also allow-listed.
+    """
+    if isinstance(raw, Mapping):
+        pairs = list(raw.items())
+    else:
+        pairs = []
+        for item in _items(raw):
+            name, sep, address = item.partition("=")
+            if not sep or not name.strip() or not address.strip():
+                raise ValueError(f"static host {item!r} must look like name=address.")
+            pairs.append((name, address))
+    result: dict[str, str] = {}
+    for name, address in pairs:
+        name = name.strip().lower()
+        if not name.startswith("*."):
+            name = normalize_host(name)
+        result[name] = str(address).strip()
+    return result
