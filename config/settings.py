@@ -246,6 +246,26 @@ for _name in SOURCES_VARIABLES:
     if env_str(_name):
         globals()[_name] = env_str(_name)
 
+# Language model (research/llm). With no base URL and no model, the extractive
+# backend is used: the product works without a key.
+LLM_BASE_URL = env_str("LLM_BASE_URL")
+LLM_API_KEY = env_str("LLM_API_KEY")
+LLM_MODEL = env_str("LLM_MODEL")
+LLM_MODEL_PLANNER = env_str("LLM_MODEL_PLANNER")
+LLM_MODEL_DECIDER = env_str("LLM_MODEL_DECIDER")
+LLM_MODEL_EXTRACTOR = env_str("LLM_MODEL_EXTRACTOR")
+LLM_MODEL_SYNTHESIZER = env_str("LLM_MODEL_SYNTHESIZER")
+LLM_TIMEOUT_SECONDS = env_int("LLM_TIMEOUT_SECONDS", 120, minimum=1)
+LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 4, minimum=1)
+LLM_MAX_ATTEMPTS = env_int("LLM_MAX_ATTEMPTS", 3, minimum=1)
+LLM_MAX_RETRY_WAIT_SECONDS = env_int("LLM_MAX_RETRY_WAIT_SECONDS", 60, minimum=0)
+LLM_OUTPUT_MODE = env_str("LLM_OUTPUT_MODE").lower()
+if LLM_OUTPUT_MODE not in ("", "auto", "json_schema", "json_object", "prompt"):
+    raise ConfigError(
+        "LLM_OUTPUT_MODE must be auto, json_schema, json_object or prompt, "
+        f"not {LLM_OUTPUT_MODE!r}."
+    )
+
 DEMO_USERNAME = env_str("DEMO_USERNAME", "demo")
 DEMO_PASSWORD = env_str("DEMO_PASSWORD")
 

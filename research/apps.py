@@ -10,9 +10,14 @@ class ResearchConfig(AppConfig):
         # Check the research configuration at start-up, so a wrong variable stops
         # the server and the workers with one sentence instead of failing a run later.
         from config.env import ConfigError
+        from research.llm.config import LLMConfigError
+        from research.llm.factory import llm_config_from_settings
         from research.sources.config import sources_config_from_settings
 
         try:
             sources_config_from_settings()
-        except ImproperlyConfigured as exc:
+            llm = llm_config_from_settings()
+            if llm.model_configured:
+                llm.validate()
+        except (ImproperlyConfigured, LLMConfigError) as exc:
             raise ConfigError(str(exc)) from None

@@ -43,6 +43,8 @@ def manage(*args: str, env: dict[str, str], tmp_path: Path) -> subprocess.Comple
         ("RESEARCH_FETCH_CONNECT_TIMEOUT", "soon"),
         ("RESEARCH_FETCH_ALLOWED_HOSTS", "http://intranet/"),
         ("RESEARCH_MAX_DEPTH", "bottomless"),
+        ("LLM_OUTPUT_MODE", "magic"),
+        ("LLM_TIMEOUT_SECONDS", "soon"),
     ],
 )
 def test_malformed_variable_stops_startup_with_one_sentence(tmp_path, variable, value):
@@ -124,3 +126,14 @@ def test_env_bool_names_the_variable(monkeypatch):
     monkeypatch.setenv("SOME_FLAG", "perhaps")
     with pytest.raises(ConfigError, match="SOME_FLAG"):
         env_bool("SOME_FLAG")
+
+
+def test_model_endpoint_with_a_bad_scheme_stops_startup(tmp_path):
+    result = manage(
+        "check", env={"LLM_BASE_URL": "ftp://models.internal/v1", "LLM_MODEL": "m"}, tmp_path=tmp_path
+    )
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines() == [
+        "Configuration error: LLM_BASE_URL must start with http:// or https://, "
+        "not 'ftp://models.internal/v1'."
+    ]

@@ -1,0 +1,408 @@
+"""The extractive backend: the whole research method without a language model.
+
+It is the default when no model is configured, so the product works with no key. The planner
+decomposes the question by its wording (:mod:`research.llm.decompose`); the decider searches for
+each question still lacking evidence and reads the best unread search results by relevance and
+rank, preferring sites not yet used for a question; the extractor quotes the most relevant,
+mutually different passages of a snapshot verbatim (:mod:`research.llm.selection`); the
+synthesiser groups the quotations by question and states the gaps
+(:mod:`research.llm.extractive_report`). Every call is deterministic and counts as one model
+call with zero tokens.
+"""
+
+from dataclasses import dataclass
+
+from research.engine.contracts import (
+    CandidateSummary,
+    CompletionCriteria,
+    EvidenceCandidate,
+    ExtractionRequest,
+    ExtractionResult,
+    FinishAction,
+    PlanQuestion,
+    PlanRequest,
+    PlanScope,
+    QuestionCoverage,
+    ReadAction,
+    Report,
+    ResearchBrief,
+    ResearchDecision,
+    ResearchPlan,
+    SearchAction,
+    SynthesisRequest,
+    Timeframe,
+    Usage,
+)
+from research.engine.guards import fingerprint_query
+from research.engine.ports import ModelResult
+from research.llm.decompose import Decomposition, SubQuestion, decompose, search_queries
+from research.llm.extractive_report import write_extractive_report
+from research.llm.selection import (
+    SUPPORTS_RELEVANCE,
+    QuestionText,
+    TermWeights,
+    question_terms,
+    related_matches,
+    select_passages,
+)
+from research.llm.text import content_terms
+
+QUESTION_LIMITS = {"quick": 4, "standard": 6, "thorough": 8}
+MAX_ACTIONS = 3
+MAX_SEARCHES_PER_DECISION = 2
+READ_THRESHOLD = 0.3
+_RANK_PENALTY_PER_PLACE = 0.01
+_PREFERRED_BONUS = 0.05
+_FIGURE_QUESTIONS = (
+    "how many",
+    "how much",
+    "how large",
+    "how big",
+    "number of",
+    "share of",
+    "rate of",
+)
+
+ASSUMPTION = (
+    "No language model is configured: the sub-questions follow the wording of the question, and "
+    "the report will quote sources verbatim rather than summarise them."
+)
+
+
+def _usage() -> Usage:
+    return Usage(model_calls=1)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+# --------------------------------------------------------------------------------------------
+# Planning
+# --------------------------------------------------------------------------------------------
+
+
+def _plan_question(qid: str, sub: SubQuestion) -> PlanQuestion:
+    wants_figures = any(marker in sub.text.casefold() for marker in _FIGURE_QUESTIONS)
+    return PlanQuestion(
+        id=qid,
+        text=_clip(sub.text, 1000),
+        priority="required" if sub.priority == "required" else "supporting",
+        rationale=_clip(sub.rationale, 500),
+        # Figures are best taken from whoever publishes them; a preference, not a requirement,
+        # because source classes come from heuristics the planner cannot check.
+        preferred_source_classes=["official", "primary"] if wants_figures else [],
+    )
+
+
+def _scope(decomposition: Decomposition) -> PlanScope:
+    timeframe = None
+    if decomposition.timeframe is not None:
+        timeframe = Timeframe(start=decomposition.timeframe[0], end=decomposition.timeframe[1])
+    return PlanScope(
+        included_topics=[_clip(topic, 500) for topic in decomposition.topics[:10]],
+        timeframe=timeframe,
+        geographies=[_clip(place, 500) for place in decomposition.geographies[:10]],
+    )
+
+
+def _fallback_question(objective: str) -> SubQuestion:
+    text = _clip(objective, 999).rstrip("?")
+    return SubQuestion(
+        f"{text}?" if text else "What does the available evidence say?", "The question as asked."
+    )
+
+
+def extractive_plan(request: PlanRequest) -> ResearchPlan:
+    """A plan from the wording of the objective; a refinement adds questions to the previous
+    plan and keeps the ids of the existing ones."""
+    limit = QUESTION_LIMITS.get(request.depth, 6)
+    previous = request.previous_plan
+    if previous is not None and not (request.refinement or "").strip():
+        return previous
+    if previous is not None:
+        added = decompose(request.refinement or "", limit=limit).questions
+        existing = {frozenset(content_terms(q.text)) for q in previous.questions}
+        numbers = [int(q.id[1:]) for q in previous.questions if q.id[1:].isdigit()]
+        next_number = max(numbers, default=len(previous.questions)) + 1
+        questions = list(previous.questions)
+        for sub in added:
+            if frozenset(content_terms(sub.text)) in existing or len(questions) >= 30:
+                continue
+            questions.append(_plan_question(f"q{next_number}", sub))
+            next_number += 1
+        required = [q.id for q in questions if q.priority == "required"]
+        return previous.model_copy(
+            update={
+                "questions": questions,
+                "completion_criteria": CompletionCriteria(
+                    required_question_ids=required,
+                    unresolved_contradictions_allowed=(
+                        previous.completion_criteria.unresolved_contradictions_allowed
+                    ),
+                ),
+            }
+        )
+    decomposition = decompose(request.objective, limit=limit)
+    subs = decomposition.questions or [_fallback_question(request.objective)]
+    questions = [_plan_question(f"q{number}", sub) for number, sub in enumerate(subs, start=1)]
+    assumptions = [ASSUMPTION] + [
+        _clip(f"Constraint given with the question: {constraint}", 500)
+        for constraint in request.constraints
+        if constraint.strip()
+    ]
+    return ResearchPlan(
+        objective=request.objective,
+        assumptions=assumptions,
+        scope=_scope(decomposition),
+        questions=questions,
+        completion_criteria=CompletionCriteria(
+            required_question_ids=[q.id for q in questions if q.priority == "required"]
+        ),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Deciding
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Need:
+    question: PlanQuestion
+    urgency: int  # 0 no evidence, 1 needs corroboration, 2 supporting without evidence
+    evidence_count: int
+
+
+def _needs(plan: ResearchPlan, coverage: dict[str, QuestionCoverage]) -> list[_Need]:
+    """Questions that still need work, most urgent first (mirrors the engine's finish gate)."""
+    required = set(plan.required_question_ids)
+    needs = []
+    for order, question in enumerate(plan.questions):
+        item = coverage.get(question.id)
+        count = item.evidence_count if item else 0
+        if question.id in required:
+            if item is None or not item.covered:
+                needs.append((0, count, order, _Need(question, 0, count)))
+            elif (question.requires_primary and not item.has_primary) or (
+                not item.has_primary and len(item.clusters) < 2
+            ):
+                needs.append((1, count, order, _Need(question, 1, count)))
+        elif item is None or not item.covered:
+            needs.append((2, count, order, _Need(question, 2, count)))
+    return [need for *_, need in sorted(needs, key=lambda entry: entry[:3])]
+
+
+def _unlimited(remaining: Usage) -> bool:
+    # A brief without a remaining budget (all zero) means the caller did not fill it in;
+    # the engine stops research itself when a hard budget is really exhausted.
+    return not any(
+        (remaining.searches, remaining.fetched_sources, remaining.model_calls, remaining.iterations)
+    )
+
+
+class _CandidateRanker:
+    """Scores unread search results against questions: term coverage of title and snippet,
+    a small bonus for preferred domains, a small penalty for lower discovery rank."""
+
+    def __init__(self, candidates: list[CandidateSummary]) -> None:
+        self.terms = {
+            c.source_id: frozenset(content_terms(f"{c.title} {c.snippet} {c.domain}"))
+            for c in candidates
+        }
+        self.weights = TermWeights(self.terms.values())
+        self.rank = {c.source_id: place for place, c in enumerate(candidates)}
+
+    def score(self, question: PlanQuestion, candidate: CandidateSummary) -> float:
+        """How well ``candidate`` matches ``question``; 0 when it misses the question's focus."""
+        query, focus = question_terms(question.text)
+        terms = self.terms[candidate.source_id]
+        if not query or (focus and not focus & (terms | related_matches(focus, terms).keys())):
+            return 0.0
+        value = self.weights.coverage(query, terms, related_matches(query, terms))
+        if candidate.preferred:
+            value += _PREFERRED_BONUS
+        return value - _RANK_PENALTY_PER_PLACE * min(self.rank[candidate.source_id], 30)
+
+
+def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
+    """Up to three actions: read the best unread result for each question still lacking
+    evidence, or search for it with a query not yet tried; finish when nothing useful remains."""
+    plan = brief.plan
+    coverage = {item.question_id: item for item in brief.coverage}
+    needs = _needs(plan, coverage)
+    if not needs:
+        return ResearchDecision(
+            actions=[FinishAction(rationale="Every question has the evidence the plan asks for.")]
+        )
+    remaining = brief.remaining
+    unlimited = _unlimited(remaining)
+    searches_left = (
+        MAX_SEARCHES_PER_DECISION
+        if unlimited
+        else min(MAX_SEARCHES_PER_DECISION, remaining.searches)
+    )
+    reads_left = MAX_ACTIONS if unlimited else min(MAX_ACTIONS, remaining.fetched_sources)
+
+    unread = [c for c in brief.candidates if c.status == "candidate"]
+    domains = {c.source_id: c.domain for c in brief.candidates}
+    ranker = _CandidateRanker(brief.candidates)
+    tried = {fingerprint_query(query).key for query in brief.recent_queries}
+    actions: list[SearchAction | ReadAction | FinishAction] = []
+    chosen_sources: set[str] = set()
+    chosen_domains: set[str] = set()
+
+    def best_read(need: _Need) -> tuple[CandidateSummary, list[str]] | None:
+        question = need.question
+        used_domains = {
+            domains.get(source_id, "")
+            for source_id in (coverage[question.id].source_ids if question.id in coverage else [])
+        }
+        options = []
+        for candidate in unread:
+            if candidate.source_id in chosen_sources:
+                continue
+            value = ranker.score(question, candidate)
+            if value < READ_THRESHOLD:
+                continue
+            # A second source from a site already backing the question adds no independent
+            # corroboration; prefer new sites, then the better match.
+            fresh = candidate.domain not in used_domains and candidate.domain not in chosen_domains
+            options.append((not fresh, -value, candidate.source_id, candidate))
+        if not options:
+            return None
+        candidate = min(options)[3]
+        also = [
+            other.question.id
+            for other in needs
+            if other.question.id != question.id
+            and ranker.score(other.question, candidate) >= READ_THRESHOLD
+        ]
+        return candidate, [question.id, *also]
+
+    def next_query(need: _Need) -> str | None:
+        question = need.question
+        queries = search_queries(
+            question.text, objective=plan.objective, requires_primary=question.requires_primary
+        )
+        if need.urgency == 2:
+            queries = queries[:1]  # supporting questions get one try, not the budget
+        for query in queries:
+            key = fingerprint_query(query).key
+            if key not in tried:
+                return query
+        return None
+
+    for _ in range(MAX_ACTIONS):
+        progressed = False
+        for need in needs:
+            if len(actions) >= MAX_ACTIONS:
+                break
+            question = need.question
+            found = best_read(need) if reads_left > 0 else None
+            if found is not None:
+                candidate, question_ids = found
+                actions.append(
+                    ReadAction(
+                        source_id=candidate.source_id,
+                        question_ids=question_ids,
+                        # The page title is the page's to choose, so progress names the site.
+                        rationale=_clip(
+                            f"Reading source {candidate.source_id}"
+                            f"{f' ({candidate.domain})' if candidate.domain else ''} "
+                            f"for {question.id}: {question.text}",
+                            400,
+                        ),
+                    )
+                )
+                chosen_sources.add(candidate.source_id)
+                chosen_domains.add(candidate.domain)
+                reads_left -= 1
+                progressed = True
+                continue
+            query = next_query(need) if searches_left > 0 else None
+            if query is not None:
+                tried.add(fingerprint_query(query).key)
+                reason = (
+                    "has no verified evidence yet"
+                    if need.urgency != 1
+                    else "needs a second independent or an official source"
+                )
+                actions.append(
+                    SearchAction(
+                        query=query,
+                        question_ids=[question.id],
+                        rationale=_clip(f"Searching because {question.id} {reason}.", 400),
+                    )
+                )
+                searches_left -= 1
+                progressed = True
+        if not progressed or len(actions) >= MAX_ACTIONS:
+            break
+    if actions:
+        return ResearchDecision(actions=actions)
+    open_ids = ", ".join(need.question.id for need in needs)
+    return ResearchDecision(
+        actions=[
+            FinishAction(
+                rationale=_clip(
+                    f"No untried searches or promising unread sources remain for {open_ids}; "
+                    "finishing with the evidence found.",
+                    400,
+                )
+            )
+        ]
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Extracting
+# --------------------------------------------------------------------------------------------
+
+
+def extractive_evidence(request: ExtractionRequest) -> ExtractionResult:
+    """Verbatim passages of the snapshot that answer the questions, most relevant first."""
+    passages = select_passages(
+        request.text,
+        [QuestionText(q.id, q.text) for q in request.questions],
+        title=request.title,
+        max_items=request.max_items,
+    )
+    evidence = [
+        EvidenceCandidate(
+            excerpt=request.text[passage.start : passage.end],
+            question_ids=list(passage.question_ids),
+            stance="supports" if passage.relevance >= SUPPORTS_RELEVANCE else "context",
+            relevance=passage.relevance,
+            confidence=passage.confidence,
+        )
+        for passage in passages
+    ]
+    return ExtractionResult(evidence=evidence)
+
+
+# --------------------------------------------------------------------------------------------
+# The client
+# --------------------------------------------------------------------------------------------
+
+
+class ExtractiveModelClient:
+    """:class:`~research.engine.ports.ModelClient` that needs no model: deterministic,
+    offline, and honest about it (its reports say ``mode="extractive"``)."""
+
+    def plan(self, request: PlanRequest) -> ModelResult[ResearchPlan]:
+        """Decompose the objective into sub-questions by its wording."""
+        return ModelResult(extractive_plan(request), _usage())
+
+    def decide(self, brief: ResearchBrief) -> ModelResult[ResearchDecision]:
+        """Search for uncovered questions and read the best unread results."""
+        return ModelResult(extractive_decision(brief), _usage())
+
+    def extract(self, request: ExtractionRequest) -> ModelResult[ExtractionResult]:
+        """Quote the most relevant, mutually different passages of the snapshot."""
+        return ModelResult(extractive_evidence(request), _usage())
+
+    def synthesise(self, request: SynthesisRequest) -> ModelResult[Report]:
+        """Group the quotations by question and state the gaps."""
+        return ModelResult(write_extractive_report(request), _usage())

@@ -1,0 +1,235 @@
+"""The report of the extractive backend: verified quotations grouped by research question.
+
+No sentence of this report is written by a program or a model: every finding is a verbatim
+evidence excerpt, cited by its evidence id. Near-identical excerpts from different sources
+become one finding citing all of them; questions without evidence become stated gaps.
+"""
+
+from collections import defaultdict
+
+from research.engine.contracts import (
+    BASIS_POINTS,
+    Evidence,
+    PlanQuestion,
+    Report,
+    ReportContradiction,
+    ReportGap,
+    ReportSection,
+    SourceSummary,
+    Statement,
+    SynthesisRequest,
+)
+from research.llm.selection import (
+    NEAR_DUPLICATE,
+    SUPPORTS_RELEVANCE,
+    TermWeights,
+    jaccard,
+    question_terms,
+)
+from research.llm.text import content_terms
+
+MAX_FINDINGS_PER_QUESTION = 6
+MIN_FINDINGS_SHOWN = 2
+MAX_SUMMARY_FINDINGS = 6
+_STRONG_CLASSES = frozenset({"primary", "official"})
+_RELEVANT_BP = round(SUPPORTS_RELEVANCE * BASIS_POINTS)
+
+METHODOLOGY = (
+    "Extractive report: no language model is configured, so this report quotes the retrieved "
+    "sources verbatim instead of summarising them.",
+    "For each research question, passages were ranked by keyword relevance (BM25 and "
+    "idf-weighted coverage of the question's terms) and spread for diversity; near-identical "
+    "passages from different sources are cited together as one finding.",
+    "Quotations are not reconciled or interpreted: where sources disagree, read the cited "
+    "passages side by side.",
+)
+
+
+def _quote(excerpt: str) -> str:
+    return f"\u201c{' '.join(excerpt.split())}\u201d"
+
+
+def _confidence(group: list[Evidence], sources: dict[str, SourceSummary]) -> str:
+    if max(item.relevance_bp for item in group) < _RELEVANT_BP:
+        return "low"
+    source_ids = {item.source_id for item in group}
+    strong = any(
+        sources[sid].source_class in _STRONG_CLASSES for sid in source_ids if sid in sources
+    )
+    return "high" if strong or len(source_ids) >= 2 else "medium"
+
+
+def _group_near_duplicates(items: list[Evidence]) -> list[list[Evidence]]:
+    """Groups of excerpts saying nearly the same thing, best first; a group's first item leads."""
+    groups: list[tuple[frozenset[str], list[Evidence]]] = []
+    for item in items:
+        terms = frozenset(content_terms(item.excerpt))
+        for lead_terms, members in groups:
+            if jaccard(terms, lead_terms) >= NEAR_DUPLICATE:
+                if all(member.source_id != item.source_id for member in members):
+                    members.append(item)
+                break
+        else:
+            groups.append((terms, [item]))
+    return [members for _, members in groups]
+
+
+def _affinities(request: SynthesisRequest) -> dict[tuple[str, str], float]:
+    """How specifically each excerpt speaks to each question it was extracted for."""
+    terms = {item.id: frozenset(content_terms(item.excerpt)) for item in request.evidence}
+    weights = TermWeights(terms.values())
+    questions = {question.id: question for question in request.plan.questions}
+    found = {}
+    for item in request.evidence:
+        for question_id in item.question_ids:
+            if question_id in questions:
+                query, _ = question_terms(questions[question_id].text)
+                found[(question_id, item.id)] = weights.coverage(query, terms[item.id])
+    return found
+
+
+def _section(
+    question: PlanQuestion,
+    items: list[Evidence],
+    sources: dict[str, SourceSummary],
+    affinity: dict[tuple[str, str], float],
+    home: dict[str, str],
+    position: int,
+) -> tuple[ReportSection, list[Statement]]:
+    # Claim ids derive from the section's position: question ids may already be 64 characters.
+    prefix = f"s{position}"
+
+    def strength(item: Evidence) -> float:
+        return item.relevance_bp / BASIS_POINTS + affinity.get((question.id, item.id), 0.0)
+
+    ranked = sorted(items, key=lambda e: (-strength(e), e.id))
+    groups = _group_near_duplicates(ranked)
+    # Each quotation is shown under the question it speaks to most specifically; another
+    # question repeats it only when it would otherwise show fewer than two.
+    own = [group for group in groups if home.get(group[0].id) == question.id]
+    borrowed = [group for group in groups if home.get(group[0].id) != question.id]
+    groups = (own + borrowed[: max(0, MIN_FINDINGS_SHOWN - len(own))])[:MAX_FINDINGS_PER_QUESTION]
+    groups.sort(key=lambda group: ranked.index(group[0]))
+    statements = [
+        Statement(
+            claim_id=f"{prefix}-{number}",
+            kind="finding",
+            text=_quote(group[0].excerpt),
+            evidence_ids=[item.id for item in group],
+            confidence=_confidence(group, sources),  # type: ignore[arg-type]
+        )
+        for number, group in enumerate(groups, start=1)
+    ]
+    findings = list(statements)
+    cited_sources = {item.source_id for group in groups for item in group}
+    if len(cited_sources) == 1:
+        statements.append(
+            Statement(
+                claim_id=f"{prefix}-single-source",
+                kind="caveat",
+                text="All quoted evidence for this question comes from a single source.",
+                confidence="low",
+            )
+        )
+    if all(item.relevance_bp < _RELEVANT_BP for item in ranked):
+        statements.append(
+            Statement(
+                claim_id=f"{prefix}-loose-match",
+                kind="caveat",
+                text="The passages found only touch on this question; they may not answer it.",
+                confidence="low",
+            )
+        )
+    title = question.text if len(question.text) <= 300 else question.text[:297] + "…"
+    return ReportSection(id=question.id, title=title, statements=statements), findings
+
+
+def _contradictions(request: SynthesisRequest, known: set[str]) -> list[ReportContradiction]:
+    found = []
+    for candidate in request.contradictions:
+        sides = "; ".join(
+            f"{position.value or position.stance} ({len(position.evidence_ids)} excerpt"
+            f"{'s' if len(position.evidence_ids) != 1 else ''})"
+            for position in candidate.positions
+        )
+        summary = f"Sources disagree on {candidate.claim_key}: {sides}."
+        if candidate.scope_differences:
+            summary += (
+                " The excerpts differ in "
+                + ", ".join(sorted(candidate.scope_differences))
+                + ", which may explain the disagreement."
+            )
+        cited = [eid for eid in candidate.evidence_ids if eid in known]
+        found.append(ReportContradiction(summary=summary[:2000], evidence_ids=cited))
+    return found
+
+
+def write_extractive_report(request: SynthesisRequest) -> Report:
+    """The extractive report for ``request``: quotations per question, gaps, contradictions."""
+    plan = request.plan
+    sources = {source.id: source for source in request.sources}
+    known = {item.id for item in request.evidence}
+    by_question: dict[str, list[Evidence]] = defaultdict(list)
+    for item in request.evidence:
+        for question_id in item.question_ids:
+            by_question[question_id].append(item)
+
+    sections: list[ReportSection] = []
+    summary: list[Statement] = []
+    gaps: list[ReportGap] = list(request.gaps)
+    gap_questions = {gap.question_id for gap in gaps if gap.question_id}
+    required = set(plan.required_question_ids)
+    affinity = _affinities(request)
+    order = {question.id: place for place, question in enumerate(plan.questions)}
+    home = {
+        item.id: min(
+            (qid for qid in item.question_ids if qid in order),
+            key=lambda qid: (-affinity.get((qid, item.id), 0.0), order[qid]),
+        )
+        for item in request.evidence
+        if any(qid in order for qid in item.question_ids)
+    }
+    for question in plan.questions:
+        items = by_question.get(question.id, [])
+        if not items:
+            if question.id not in gap_questions:
+                gaps.append(
+                    ReportGap(
+                        question_id=question.id,
+                        description=f"No verified evidence was found for: {question.text}",
+                    )
+                )
+            continue
+        section, findings = _section(
+            question, items, sources, affinity, home, position=len(sections) + 1
+        )
+        sections.append(section)
+        if question.id in required and len(summary) < MAX_SUMMARY_FINDINGS:
+            summarised = {tuple(statement.evidence_ids) for statement in summary}
+            lead = next((f for f in findings if tuple(f.evidence_ids) not in summarised), None)
+            if lead is not None:
+                number = len(summary) + 1
+                summary.append(lead.model_copy(update={"claim_id": f"summary-{number}"}))
+
+    covered = sum(1 for question in plan.questions if by_question.get(question.id))
+    used_sources = {item.source_id for item in request.evidence}
+    methodology = [
+        *METHODOLOGY,
+        f"{len(request.evidence)} verified excerpts from {len(used_sources)} sources; "
+        f"{covered} of {len(plan.questions)} research questions have evidence.",
+    ]
+    if request.partial:
+        methodology.append(
+            "Research stopped before every question was covered, so this report is partial."
+        )
+    title = f"Extractive report: {plan.objective}"
+    return Report(
+        title=title if len(title) <= 300 else title[:299] + "…",
+        executive_summary=summary,
+        sections=sections,
+        contradictions=_contradictions(request, known),
+        gaps=gaps,
+        methodology=methodology,
+        partial=request.partial,
+        mode="extractive",
+    )

@@ -1,0 +1,447 @@
+"""Choosing the passages of one snapshot that answer the research questions, without a model.
+
+Each question is scored against every sentence, list item and table of the snapshot with BM25
+(``bm25s``) and with an idf-weighted coverage of the question's terms; the coverage is what the
+returned relevance means (0–1: how much of what the question asks about the passage mentions).
+Terms of the document's title count as half-present in every passage, because every sentence of
+a page about "Line 3" is about Line 3 even when it does not repeat the name. A passage must
+still mention what the question asks about (not only whom it is about) to qualify; a related
+word ("overrun" for "budget") half-matches. Passages of the wanted shape (a number for "how
+many", a cause for "why") earn a bonus; captions, sentences about the document itself and
+sentences pointing back to text they cannot be quoted with lose some. Picks are spread with
+maximal marginal relevance over term overlap, so near-duplicates do not crowd out new facts.
+"""
+
+import math
+import re
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+
+import bm25s
+
+from research.engine.contracts import EXCERPT_MAX_CHARS
+from research.llm.text import (
+    QUESTION_FILLER,
+    Segment,
+    content_terms,
+    related_terms,
+    segment_text,
+)
+
+MIN_RELEVANCE = 0.4
+SUPPORTS_RELEVANCE = 0.5
+NEAR_DUPLICATE = 0.6
+_MMR_LAMBDA = 0.7
+_TITLE_CREDIT = 0.6
+_HEADING_CREDIT = 0.5
+_OWN_WORDS_FLOOR = 0.15
+_ANSWER_BONUS = 0.15
+_ABSENT_WEIGHT = 1.0
+_NAME_SCALE = 0.5
+_MIN_WEIGHT = 0.3
+_MAX_WEIGHT = 3.0
+
+# Sentences that start by pointing back ("This…", "It…") read better with the sentence before.
+_ANAPHORIC_START = re.compile(
+    r"^(?:this|that|these|those|it|its|they|their|such|he|she|however|but|also|both|"
+    r"the latter|the former|the same)\b",
+    re.IGNORECASE,
+)
+# A quantity: a number that is not part of a code such as "SRC-2019-0412".
+_QUANTITY = re.compile(r"(?<![\w-])(?:\d[\d,.]*\d|\d)(?![\w-]*\d)(?!-\w)")
+# Words naming the kind of answer ("what caused...") rather than its subject; the answer-shape
+# bonus looks for them, a passage need not repeat them.
+_ANSWER_WORDS = frozenset({"caus", "cause", "reason", "driver", "drive", "factor", "trigger"})
+_SHORT_WORDS = 8
+_SHORT_PENALTY = 0.1
+_RELATED_CREDIT = 0.5
+# Sentences about the document rather than the world ("This page summarises…").
+_META = re.compile(
+    r"^(?:this|the)\s+(?:page|article|note|report|section|document|post|paper|summary|chapter)\s+"
+    r"(?:summari[sz]\w*|describ\w*|explain\w*|gives?|sets? out|presents?|covers?|looks? at|"
+    r"reports?|is about)\b",
+    re.IGNORECASE,
+)
+_META_PENALTY = 0.2
+_WANTS_QUANTITY = re.compile(
+    r"^how (?:many|much|large|big|high|low|often|long)\b|\b(?:what|which) (?:share|percentage|"
+    r"proportion|number|amount)\b|\bhow much\b",
+    re.IGNORECASE,
+)
+_NO_QUANTITY_PENALTY = 0.1
+_DANGLING_PENALTY = 0.15
+# What kind of answer a question wants, and what such an answer tends to contain.
+_ANSWER_SHAPES = (
+    (
+        re.compile(r"^why\b|\b(?:cause[sd]?|reasons?|drivers?|driven|explain)\b", re.I),
+        re.compile(
+            r"\b(?:because|due to|caus\w*|result(?:ed|s)? (?:of|in|from)|as a result|led to|"
+            r"lead(?:s|ing)? to|driv\w*|owing to|attribut\w*|responsible|contribut\w*|"
+            r"trigger\w*|fuel\w*|feed\w*|favou?r\w*|linked to)\b",
+            re.I,
+        ),
+    ),
+    (
+        re.compile(
+            r"^how (?:many|much|large|big|often|long|fast|high|low)\b|\b(?:number|amount|"
+            r"size|share|cost|price|rate|percentage|figures?|statistics)\b",
+            re.I,
+        ),
+        _QUANTITY,
+    ),
+    (
+        re.compile(r"^when\b|\b(?:date|year|timeline)\b", re.I),
+        re.compile(
+            r"\b(?:1[89]\d\d|20\d\d|january|february|march|april|may|june|july|august|september|"
+            r"october|november|december)\b",
+            re.I,
+        ),
+    ),
+    (
+        re.compile(r"^how (?:do|does|did|is|are)\b.*\bwork", re.I),
+        re.compile(
+            r"\b(?:by|uses?|using|works?|through|convert\w*|transfer\w*|process\w*)\b", re.I
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class QuestionText:
+    """A question to select passages for."""
+
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A selected excerpt ``text[start:end]`` with the questions it answers."""
+
+    start: int
+    end: int
+    question_ids: tuple[str, ...]
+    relevance: float
+    confidence: float
+
+
+class TermWeights:
+    """Inverse document frequency of terms over a small collection (one page's passages, or one
+    run's search results), clipped so no single rare word decides everything."""
+
+    def __init__(self, documents: Iterable[Collection[str]]) -> None:
+        self.frequency: Counter[str] = Counter()
+        self.size = 0
+        for document in documents:
+            self.size += 1
+            self.frequency.update(set(document))
+
+    def weight(self, term: str) -> float:
+        """The weight of ``term``; a term no document contains counts as an average one."""
+        count = self.frequency.get(term, 0)
+        if not count:
+            return _ABSENT_WEIGHT
+        idf = math.log(1 + (self.size - count + 0.5) / (count + 0.5))
+        return min(_MAX_WEIGHT, max(_MIN_WEIGHT, idf))
+
+    def coverage(
+        self,
+        query: dict[str, float],
+        present: Collection[str],
+        partly_present: dict[str, float] | None = None,
+    ) -> float:
+        """The weighted share of ``query`` terms (term → importance) found: fully in
+        ``present``, or with the given credit in ``partly_present``."""
+        total = sum(self.weight(term) * scale for term, scale in query.items())
+        if not total:
+            return 0.0
+        found = 0.0
+        for term, scale in query.items():
+            if term in present:
+                found += self.weight(term) * scale
+            elif partly_present and term in partly_present:
+                found += self.weight(term) * scale * partly_present[term]
+        return found / total
+
+
+def jaccard(first: Collection[str], second: Collection[str]) -> float:
+    """Overlap of two term sets, 0–1."""
+    if not first or not second:
+        return 0.0
+    union = len(set(first) | set(second))
+    return len(set(first) & set(second)) / union
+
+
+def answer_shape_bonus(question: str, passage: str) -> float:
+    """A small bonus when a passage has the shape of the answer the question wants (a number
+    for "how many", a cause for "why", a date for "when")."""
+    for asks, answers in _ANSWER_SHAPES:
+        if asks.search(question) and answers.search(passage):
+            return _ANSWER_BONUS
+    return 0.0
+
+
+def mmr_order(
+    candidates: Sequence[int],
+    scores: dict[int, float],
+    terms: dict[int, frozenset[str]],
+    *,
+    limit: int,
+    taken: Iterable[int] = (),
+) -> list[int]:
+    """Maximal marginal relevance: up to ``limit`` candidates, each the best trade-off between
+    its score and its overlap with those already taken; near-duplicates are skipped."""
+    chosen: list[int] = []
+    already = list(taken)
+    pool = list(candidates)
+    while pool and len(chosen) < limit:
+        best, best_value = None, -math.inf
+        for index in pool:
+            overlap = max((jaccard(terms[index], terms[other]) for other in already), default=0.0)
+            if overlap >= NEAR_DUPLICATE:
+                continue
+            value = _MMR_LAMBDA * scores[index] - (1 - _MMR_LAMBDA) * overlap
+            if value > best_value:
+                best, best_value = index, value
+        if best is None:
+            break
+        chosen.append(best)
+        already.append(best)
+        pool.remove(best)
+    return chosen
+
+
+def entity_terms(question: str) -> frozenset[str]:
+    """Terms of the capitalised names in a question ("Harwick Metro", "CRISPR"), except its
+    first word, whose capital says nothing."""
+    names = re.findall(r"(?<=[\w,;:()'\"] )[A-Z][\w'-]*", question)
+    return frozenset(term for name in names for term in content_terms(name))
+
+
+def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str, float], set[str]]:
+    """The weighted terms of a question and its focus.
+
+    Names weigh half (they say what the question is about, and the page was found for them);
+    the focus is what the question asks about that is neither a name, a number nor the topic
+    of the page: a passage must mention some of it to answer the question.
+    """
+    names = entity_terms(question)
+    query = {
+        term: (_NAME_SCALE if term in names else 1.0)
+        for term in content_terms(question, drop=QUESTION_FILLER)
+    }
+    focus = {
+        term
+        for term in query
+        if term not in names
+        and term not in topic
+        and term not in _ANSWER_WORDS
+        and not term[0].isdigit()
+    }
+    return query, focus
+
+
+def related_matches(query: Collection[str], words: Collection[str]) -> dict[str, float]:
+    """Query terms absent from ``words`` but stood for by a related word in them, with the
+    credit such a match earns."""
+    return {
+        term: _RELATED_CREDIT
+        for term in query
+        if term not in words and related_terms(term) & set(words)
+    }
+
+
+def _penalty(passage: str, *, wants_quantity: bool) -> float:
+    penalty = 0.0
+    has_quantity = bool(_QUANTITY.search(passage))
+    if len(passage.split()) < _SHORT_WORDS and not has_quantity:
+        # A label or caption matches many words for its length but says little.
+        penalty += _SHORT_PENALTY
+    if wants_quantity and not has_quantity:
+        penalty += _NO_QUANTITY_PENALTY
+    if _META.match(passage):
+        penalty += _META_PENALTY
+    return penalty
+
+
+def _usable(segment: Segment, text: str) -> bool:
+    if segment.kind == "heading":
+        return False
+    words = text[segment.start : segment.end].split()
+    has_number = any(char.isdigit() for char in text[segment.start : segment.end])
+    return len(words) >= 5 or (has_number and len(words) >= 3)
+
+
+def _points_back(segment: Segment, text: str) -> bool:
+    return segment.kind == "sentence" and bool(
+        _ANAPHORIC_START.match(text[segment.start : segment.end])
+    )
+
+
+def _joins_previous(segments: Sequence[Segment], index: int, text: str) -> bool:
+    """Whether a sentence that points back can be quoted with the sentence before it."""
+    segment = segments[index]
+    if index == 0 or not _points_back(segment, text):
+        return False
+    previous = segments[index - 1]
+    return (
+        previous.kind == "sentence"
+        and previous.paragraph == segment.paragraph
+        and segment.end - previous.start <= EXCERPT_MAX_CHARS
+    )
+
+
+def _excerpt_span(segments: Sequence[Segment], index: int, text: str) -> tuple[int, int]:
+    """The span to quote for a segment: the segment itself, joined to the sentence before when
+    it opens by pointing back, and cut at a clause boundary when it is too long."""
+    segment = segments[index]
+    start, end = segment.start, segment.end
+    if _joins_previous(segments, index, text):
+        start = segments[index - 1].start
+    if end - start > EXCERPT_MAX_CHARS:
+        window = text[start : start + EXCERPT_MAX_CHARS]
+        cut = max(window.rfind("; "), window.rfind(", "), window.rfind("\n"))
+        if cut < EXCERPT_MAX_CHARS // 2:
+            cut = window.rfind(" ")
+        end = start + (cut if cut > 0 else EXCERPT_MAX_CHARS)
+        while end > start and text[end - 1] in " ,;\n\t":
+            end -= 1
+    return start, end
+
+
+def select_passages(
+    text: str,
+    questions: Sequence[QuestionText],
+    *,
+    title: str = "",
+    max_items: int = 12,
+) -> list[Passage]:
+    """The most relevant, mutually different passages of ``text`` for ``questions``.
+
+    Every passage is an exact span of ``text``. Questions take turns so each gets its best
+    passages before any gets more; a passage chosen for several questions is returned once.
+    """
+    segments = segment_text(text)
+    usable = [i for i, segment in enumerate(segments) if _usable(segment, text)]
+    if not usable or not questions:
+        return []
+    own_terms = {
+        i: frozenset(content_terms(text[segments[i].start : segments[i].end])) for i in usable
+    }
+    heading_terms = {i: frozenset(content_terms(segments[i].heading)) for i in usable}
+    first_heading = next((s for s in segments if s.kind == "heading"), None)
+    topic_text = (
+        title + " " + (text[first_heading.start : first_heading.end] if first_heading else "")
+    )
+    topic_terms = frozenset(content_terms(topic_text))
+    weights = TermWeights(own_terms[i] | heading_terms[i] for i in usable)
+    retriever = bm25s.BM25()
+    retriever.index(
+        [list(own_terms[i] | heading_terms[i]) or ["\x00"] for i in usable], show_progress=False
+    )
+
+    relevance: dict[tuple[str, int], float] = {}
+    rank_score: dict[str, dict[int, float]] = {}
+    for question in questions:
+        query, focus = question_terms(question.text, topic_terms)
+        if not query:
+            continue
+        raw = retriever.get_scores(list(query))
+        top = float(raw.max()) if len(raw) else 0.0
+        scores: dict[int, float] = {}
+        wants_quantity = bool(_WANTS_QUANTITY.search(question.text))
+        for position, index in enumerate(usable):
+            words = own_terms[index]
+            related = related_matches(query, words)
+            own = weights.coverage(query, words, related)
+            if own < _OWN_WORDS_FLOOR:
+                continue
+            mentioned = words | heading_terms[index] | related.keys()
+            if focus and not focus & mentioned:
+                # It names who or what the question is about but not what it asks.
+                continue
+            partial = {term: _TITLE_CREDIT for term in topic_terms}
+            partial.update({term: _HEADING_CREDIT for term in heading_terms[index]})
+            partial.update(related)
+            covered = weights.coverage(query, words, partial)
+            passage = text[segments[index].start : segments[index].end]
+            value = (
+                covered
+                + answer_shape_bonus(question.text, passage)
+                - _penalty(passage, wants_quantity=wants_quantity)
+            )
+            if _points_back(segments[index], text) and not _joins_previous(segments, index, text):
+                # "The same goes for the cost." means little without what came before.
+                value -= _DANGLING_PENALTY
+            value = min(1.0, value)
+            if value < MIN_RELEVANCE:
+                continue
+            relevance[(question.id, index)] = value
+            scores[index] = value + 0.1 * (float(raw[position]) / top if top > 0 else 0.0)
+        rank_score[question.id] = scores
+
+    per_question = max(1, min(4, math.ceil(max_items / len(questions))))
+    picks: dict[str, list[int]] = {}
+    for question in questions:
+        scores = rank_score.get(question.id, {})
+        ordered = sorted(scores, key=lambda i: (-scores[i], i))
+        picks[question.id] = mmr_order(ordered, scores, own_terms, limit=per_question)
+
+    chosen: list[int] = []
+    for turn in range(per_question):
+        for question in questions:
+            ranked = picks.get(question.id, [])
+            if turn >= len(ranked) or ranked[turn] in chosen:
+                continue
+            candidate = ranked[turn]
+            # Diversity holds across questions too: one fact quoted twice is not two facts.
+            if any(jaccard(own_terms[candidate], own_terms[i]) >= NEAR_DUPLICATE for i in chosen):
+                continue
+            chosen.append(candidate)
+    passages = []
+    for index in chosen[:max_items]:
+        related = [
+            q.id
+            for q in questions
+            if relevance.get((q.id, index), 0.0) >= SUPPORTS_RELEVANCE
+            or index in picks.get(q.id, [])
+        ]
+        best = max(relevance.get((qid, index), 0.0) for qid in related)
+        start, end = _excerpt_span(segments, index, text)
+        passages.append(Passage(start, end, tuple(related), best, 0.0))
+    merged = _merge_overlaps(passages)
+    ranked = sorted(merged, key=lambda p: (-p.relevance, p.start))
+    return [
+        Passage(
+            p.start,
+            p.end,
+            p.question_ids,
+            round(p.relevance, 2),
+            round(min(0.9, 0.4 + 0.5 * p.relevance), 2),
+        )
+        for p in ranked
+    ]
+
+
+def _merge_overlaps(passages: Sequence[Passage]) -> list[Passage]:
+    """One passage per overlapping group (a sentence quoted alone and again with the sentence
+    after it), with the questions of both."""
+    merged: list[Passage] = []
+    for passage in sorted(passages, key=lambda p: (p.start, p.end)):
+        last = merged[-1] if merged else None
+        if (
+            last is not None
+            and passage.start < last.end
+            and max(last.end, passage.end) - last.start <= EXCERPT_MAX_CHARS
+        ):
+            merged[-1] = Passage(
+                last.start,
+                max(last.end, passage.end),
+                tuple(dict.fromkeys(last.question_ids + passage.question_ids)),
+                max(last.relevance, passage.relevance),
+                0.0,
+            )
+        else:
+            merged.append(passage)
+    return merged

@@ -1,0 +1,336 @@
+"""Plain-text tools for the extractive backend: terms, a light stemmer and a segmenter that cuts
+a snapshot into sentences, list items, headings and tables while keeping exact character offsets.
+
+Offsets are the point: every excerpt the extractive backend returns is ``text[start:end]`` of
+the snapshot it was given, so it verifies against the stored snapshot by construction.
+"""
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Literal
+
+
+def word_set(words: str) -> frozenset[str]:
+    """The whitespace-separated words of ``words`` as a set (keeps long word lists readable)."""
+    return frozenset(words.split())
+
+
+STOP_WORDS = word_set(
+    """a about above after again against all also am an and any are aren't as at be because been
+    before being below between both but by can cannot could did do does doing don't down during
+    each either etc few for from further had has have having he her here hers herself him himself
+    his how however i if in into is isn't it it's its itself just let many me more most much must my
+    myself neither no nor not now of off on once only or other ought our ours ourselves out over
+    own per same shall she should so some such than that that's the their theirs them themselves
+    then there there's these they this those through thus to too under until up upon us very via
+    was wasn't we were weren't what what's when where whether which while who whom whose why will
+    with within without would yet you your yours yourself yourselves"""
+)
+
+# Words our own question templates add; they carry no meaning a source would share.
+QUESTION_FILLER = word_set(
+    """compare compared comparison comparing differ difference differences versus vs key main
+    characteristic characteristics evidence say says known describe explain overview aspect
+    aspects respect respects term terms strength strengths weakness weaknesses well suited
+    regarding concerning important notable number amount"""
+)
+
+# Words a question and its answer often use for the same thing ("over budget" / "overrun",
+# "ridership" / "boardings"). A passage using a related word half-matches the question's word.
+_RELATED_GROUPS = (
+    "cost costs price prices spend spending spent expense expenses",
+    "budget budgets overrun overruns overspend overspent",
+    "ridership boardings passengers passenger trips journeys riders patronage",
+    "emission emissions carbon co2 greenhouse pollution",
+    "increase increased rise rose risen grow grew growth gain",
+    "decrease decreased fall fell fallen decline declined drop dropped reduce reduced cut",
+    "effect effects impact impacts consequence consequences influence",
+    "performance perform efficiency efficient",
+    "forecast forecasts projection projected predicted expected estimate estimated target",
+    "delay delays delayed late postponed",
+    "noise noisy loud audible sound",
+    "safety safe risk risks hazard accident accidents",
+    "employment employees workers staff jobs",
+    "revenue revenues sales income turnover",
+    "cause causes caused reason reasons driver drivers due because",
+)
+
+
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?")
+_VOWELS = set("aeiouy")
+
+
+def fold(text: str) -> str:
+    """Lower-case ``text`` and strip accents, for matching."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+
+
+def stem(word: str) -> str:
+    """A light English suffix stripper: enough for "running"/"runs"/"run" and "costs"/"cost"
+    to meet, cautious enough to leave short words and names alone."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix, replacement in (
+        ("ies", "y"),
+        ("sses", "ss"),
+        ("ness", ""),
+        ("ations", ""),
+        ("ation", ""),
+        ("ances", ""),
+        ("ance", ""),
+        ("ments", "ment"),
+        ("ings", ""),
+        ("ing", ""),
+        ("edly", ""),
+        ("ed", ""),
+        ("ly", ""),
+        ("es", "e"),
+        ("s", ""),
+    ):
+        if not word.endswith(suffix):
+            continue
+        base = word[: len(word) - len(suffix)] + replacement
+        if suffix == "s" and word.endswith(("ss", "us", "is")):
+            return word
+        if len(base) < 3 or not (_VOWELS & set(base)):
+            return word
+        if suffix.startswith(("ation", "ance")) and len(base) < 5:
+            # "station", "nation", "balance" are words of their own, not derived forms.
+            return word
+        doubled = len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz"
+        if suffix in ("ing", "ings", "ed", "edly") and doubled:
+            # running -> runn -> run; "ll"/"ss"/"zz" stay (falling -> fall)
+            base = base[:-1]
+        return base
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """Folded word and number tokens of ``text`` (thousands separators removed from numbers)."""
+    found = []
+    for token in _TOKEN.findall(fold(text)):
+        if token[0].isdigit():
+            token = re.sub(r"(?<=\d),(?=\d{3}\b)", "", token)
+        found.append(token)
+    return found
+
+
+def content_terms(text: str, *, drop: frozenset[str] = frozenset()) -> list[str]:
+    """Stemmed content terms of ``text`` in order: stop words and ``drop`` words removed."""
+    terms = []
+    for token in tokens(text):
+        if token in STOP_WORDS or token in drop or (len(token) == 1 and not token.isdigit()):
+            continue
+        terms.append(stem(token))
+    return terms
+
+
+def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> list[str]:
+    """Unstemmed content words of ``text`` in their original spelling, for search queries."""
+    words = []
+    seen: set[str] = set()
+    for match in re.finditer(r"[\w][\w'’.-]*[\w]|\w", text):
+        word = match.group(0).strip(".")
+        folded = fold(word)
+        if not word or folded in STOP_WORDS or folded in drop or folded in seen:
+            continue
+        seen.add(folded)
+        words.append(word)
+    return words
+
+
+# --------------------------------------------------------------------------------------------
+# Segmentation
+# --------------------------------------------------------------------------------------------
+
+SegmentKind = Literal["sentence", "item", "table", "heading"]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A span ``[start, end)`` of the snapshot: a sentence, a list item, a table or a heading.
+
+    ``paragraph`` numbers the paragraph the segment belongs to (adjacent sentences of one
+    paragraph may be joined into one excerpt); ``heading`` is the nearest heading above it.
+    """
+
+    start: int
+    end: int
+    kind: SegmentKind
+    paragraph: int
+    heading: str = ""
+
+
+_BULLET = re.compile(r"^(?:[-*•·▪‣◦–]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+")
+_TABLE_GAP = re.compile(r"\S(?: {2,}|\t)\S|\|")
+_TERMINAL = re.compile(r"[.!?:;][\"'”’)\]]*$")
+# Sentence ends: terminal punctuation, optional closing quotes/brackets, whitespace, then
+# something that can start a sentence.
+_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
+_ABBREVIATIONS = word_set(
+    """mr mrs ms dr prof sr jr st mt ft no nos vol vols fig figs eq eqs ref refs ed eds approx
+    est inc ltd co corp dept univ gov e.g i.e etc vs al cf jan feb mar apr jun jul aug sep sept
+    oct nov dec p pp u.s u.k u.n e.u op ch sec art para"""
+)
+_MAX_HEADING_CHARS = 100
+_MAX_HEADING_WORDS = 14
+# Text whose longest line is this short was wrapped by its author or by PDF extraction.
+_WRAP_WIDTH = 120
+
+
+@dataclass
+class _Line:
+    start: int
+    end: int
+    text: str
+
+
+def _lines(text: str) -> list[_Line | None]:
+    """Non-empty lines with offsets (surrounding whitespace trimmed); ``None`` for blank lines."""
+    lines: list[_Line | None] = []
+    position = 0
+    for raw in text.split("\n"):
+        stripped = raw.strip()
+        if stripped:
+            start = position + (len(raw) - len(raw.lstrip()))
+            lines.append(_Line(start, start + len(stripped), stripped))
+        else:
+            lines.append(None)
+        position += len(raw) + 1
+    return lines
+
+
+def _is_table_row(line: _Line) -> bool:
+    return bool(_TABLE_GAP.search(line.text)) and len(line.text) < 200
+
+
+def _is_heading_like(line: _Line) -> bool:
+    text = line.text
+    if len(text) > _MAX_HEADING_CHARS or len(text.split()) > _MAX_HEADING_WORDS:
+        return False
+    if _TERMINAL.search(text) or _BULLET.match(text) or _is_table_row(line):
+        return False
+    return text[0].isupper() or text[0].isdigit() or text.startswith("#")
+
+
+def _continues(previous: _Line, following: _Line, *, hard_wrapped: bool) -> bool:
+    """Whether ``following`` continues the paragraph of ``previous``."""
+    if _TERMINAL.search(previous.text) or _BULLET.match(following.text):
+        return False
+    if _is_table_row(following) or _is_table_row(previous):
+        return False
+    first = following.text[0]
+    if first.islower():
+        return True
+    # In hard-wrapped text (plain-text files, PDF pages) a long line without a full stop runs
+    # on; elsewhere a line is a paragraph or a heading of its own.
+    return hard_wrapped and len(previous.text) >= 50
+
+
+def split_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Sentence spans inside ``text[start:end]``, respecting common abbreviations and initials."""
+    spans = []
+    cursor = start
+    for match in _SENTENCE_END.finditer(text, start, end):
+        word = re.search(r"([\w.]+)[.!?]+[\"'”’)\]]*\s+$", text[cursor : match.end()])
+        if word:
+            token = word.group(1).casefold().rstrip(".")
+            if token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha()):
+                continue
+        stop = match.end()
+        piece = text[cursor:stop].rstrip()
+        if piece:
+            spans.append((cursor, cursor + len(piece)))
+        cursor = stop
+    tail = text[cursor:end].strip()
+    if tail:
+        offset = text.index(tail, cursor)
+        spans.append((offset, offset + len(tail)))
+    return spans
+
+
+def segment_text(text: str) -> list[Segment]:
+    """Cut ``text`` into headings, sentences, list items and tables, with exact offsets.
+
+    Hard-wrapped prose is re-joined into paragraphs before sentence splitting; consecutive table
+    rows become one table segment that starts at its caption when the caption directly precedes
+    it.
+    """
+    lines = _lines(text)
+    lengths = [len(line.text) for line in lines if line is not None]
+    hard_wrapped = len(lengths) >= 3 and max(lengths) <= _WRAP_WIDTH
+    segments: list[Segment] = []
+    heading = ""
+    paragraph = 0
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if line is None:
+            index += 1
+            continue
+        paragraph += 1
+        if _is_table_row(line):
+            rows_end = index
+            while (
+                rows_end + 1 < len(lines)
+                and lines[rows_end + 1] is not None
+                and _is_table_row(
+                    lines[rows_end + 1]  # type: ignore[arg-type]
+                )
+            ):
+                rows_end += 1
+            last = lines[rows_end]
+            assert last is not None
+            start = line.start
+            caption = segments[-1] if segments and segments[-1].kind == "heading" else None
+            if caption is not None and not text[caption.end : line.start].strip():
+                start = caption.start
+                segments.pop()
+            segments.append(Segment(start, last.end, "table", paragraph, heading))
+            index = rows_end + 1
+            continue
+        if _BULLET.match(line.text):
+            for span in split_sentences(text, line.start, line.end):
+                segments.append(Segment(*span, "item", paragraph, heading))
+            index += 1
+            continue
+        end_index = index
+        while end_index + 1 < len(lines):
+            following = lines[end_index + 1]
+            current = lines[end_index]
+            if (
+                following is None
+                or current is None
+                or not _continues(current, following, hard_wrapped=hard_wrapped)
+            ):
+                break
+            end_index += 1
+        last = lines[end_index]
+        assert last is not None
+        if end_index == index and _is_heading_like(line):
+            heading = line.text.lstrip("#").strip()
+            segments.append(Segment(line.start, line.end, "heading", paragraph, heading))
+        else:
+            for span in split_sentences(text, line.start, last.end):
+                segments.append(Segment(*span, "sentence", paragraph, heading))
+        index = end_index + 1
+    return segments
+
+
+def _related_index() -> dict[str, frozenset[str]]:
+    index: dict[str, set[str]] = {}
+    for group in _RELATED_GROUPS:
+        stems = {stem(word) for word in group.split()}
+        for item in stems:
+            index.setdefault(item, set()).update(stems - {item})
+    return {key: frozenset(value) for key, value in index.items()}
+
+
+RELATED_TERMS = _related_index()
+
+
+def related_terms(term: str) -> frozenset[str]:
+    """Stemmed terms that often stand for ``term`` in an answer (empty when none are known)."""
+    return RELATED_TERMS.get(term, frozenset())

@@ -1,0 +1,123 @@
+"""The extractive decider: search what lacks evidence, read the best unread results."""
+
+from research.engine.contracts import QuestionCoverage, Usage
+from research.engine.guards import fingerprint_query
+from research.llm.extractive import ExtractiveModelClient
+from tests.llm.factories import candidate, make_brief, make_plan
+
+
+def _decide(brief):
+    return ExtractiveModelClient().decide(brief).value.actions
+
+
+def _covered(question_id: str, *source_ids: str, clusters: int = 2) -> QuestionCoverage:
+    return QuestionCoverage(
+        question_id=question_id,
+        evidence_count=len(source_ids) or 1,
+        source_ids=list(source_ids),
+        clusters=[f"domain:site{n}.org" for n in range(clusters)],
+    )
+
+
+def test_the_first_decision_searches_for_uncovered_questions():
+    actions = _decide(make_brief())
+
+    assert [a.type for a in actions] == ["search", "search"]
+    assert [a.question_ids for a in actions] == [["q1"], ["q2"]]
+    assert actions[0].query == "heat pumps cost run"
+    assert all(a.rationale for a in actions)
+
+
+def test_the_best_matching_unread_result_is_read_first():
+    brief = make_brief(
+        candidates=[
+            candidate("s1", "Gardening in spring", snippet="Plant bulbs early."),
+            candidate("s2", "What a heat pump costs to run", domain="energy.example"),
+            candidate("s3", "Boiler servicing offers", domain="boilers.example"),
+        ],
+        recent_queries=["heat pumps cost run", "gas boilers cost run"],
+    )
+
+    actions = _decide(brief)
+
+    reads = [a for a in actions if a.type == "read"]
+    assert reads[0].source_id == "s2"
+    assert "q1" in reads[0].question_ids
+    assert "s1" not in {a.source_id for a in reads}
+
+
+def test_searches_already_made_are_not_proposed_again():
+    plan = make_plan()
+    recent = ["heat pumps cost run", "run cost of heat pumps", "gas boilers cost run"]
+
+    actions = _decide(make_brief(plan, recent_queries=recent))
+
+    tried = {fingerprint_query(query).key for query in recent}
+    queries = [a.query for a in actions if a.type == "search"]
+    assert queries
+    assert all(fingerprint_query(query).key not in tried for query in queries)
+
+
+def test_a_second_source_is_sought_from_a_new_site():
+    plan = make_plan()
+    brief = make_brief(
+        plan,
+        coverage=[_covered("q1", "s1", clusters=1), _covered("q2", "s9")],
+        candidates=[
+            candidate("s1", "Heat pump costs", domain="energy.example", status="fetched"),
+            candidate("s2", "Heat pump running costs explained", domain="energy.example"),
+            candidate("s3", "What heat pumps cost to run", domain="consumer.example"),
+        ],
+    )
+
+    actions = _decide(brief)
+
+    assert actions[0].type == "read" and actions[0].source_id == "s3"
+
+
+def test_finishes_when_every_question_has_what_the_finish_gate_needs():
+    brief = make_brief(coverage=[_covered("q1", "s1", "s2"), _covered("q2", "s3", "s4")])
+
+    actions = _decide(brief)
+
+    assert [a.type for a in actions] == ["finish"]
+
+
+def test_finishes_when_nothing_untried_remains():
+    plan = make_plan("What do heat pumps cost to run?")
+    from research.llm.decompose import search_queries
+
+    recent = search_queries(plan.questions[0].text, objective=plan.objective)
+
+    actions = _decide(make_brief(plan, recent_queries=recent))
+
+    assert [a.type for a in actions] == ["finish"]
+    assert "q1" in actions[0].rationale
+
+
+def test_the_remaining_budget_is_respected():
+    no_searches = Usage(iterations=3, searches=0, fetched_sources=1, model_calls=10)
+    brief = make_brief(
+        remaining=no_searches,
+        candidates=[
+            candidate("s1", "What heat pumps cost to run", domain="a.example"),
+            candidate("s2", "What gas boilers cost to run", domain="b.example"),
+        ],
+    )
+
+    actions = _decide(brief)
+
+    assert [a.type for a in actions] == ["read"]
+
+
+def test_supporting_questions_come_after_required_ones_and_get_one_search():
+    plan = make_plan("What do heat pumps cost to run?", "What is the history of heat pumps?")
+    plan.questions[1].priority = "supporting"
+
+    actions = _decide(make_brief(plan))
+
+    assert [a.question_ids for a in actions] == [["q1"], ["q2"]]
+    later = _decide(
+        make_brief(plan, coverage=[_covered("q1", "s1", "s2")], recent_queries=[actions[1].query])
+    )
+    assert [a.type for a in later] == ["finish"]

@@ -1,0 +1,160 @@
+"""The extractive extractor: verbatim, relevant, diverse passages."""
+
+from itertools import combinations
+from pathlib import Path
+
+from research.engine.contracts import EXCERPT_MAX_CHARS
+from research.llm.extractive import ExtractiveModelClient
+from research.llm.selection import NEAR_DUPLICATE, jaccard
+from research.llm.text import content_terms, segment_text
+from tests.llm.factories import extraction_request
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ARTICLE = (FIXTURES / "heat_pumps_vs_boilers.txt").read_text()
+REPORT = (FIXTURES / "river_report.txt").read_text()
+INJECTED = (FIXTURES / "injected_page.txt").read_text()
+ARTICLE_TITLE = "Heat pumps or gas boilers? What the Brennock household survey found"
+
+
+def _extract(text: str, *questions: str, **options):
+    return ExtractiveModelClient().extract(extraction_request(text, *questions, **options))
+
+
+def test_excerpts_are_verbatim_spans_of_the_snapshot():
+    result = _extract(
+        ARTICLE,
+        "What do heat pumps cost to run compared with gas boilers?",
+        "How much carbon dioxide do heat pumps and gas boilers emit?",
+        "How much does installing a heat pump cost?",
+        title=ARTICLE_TITLE,
+    )
+
+    assert result.value.evidence
+    for item in result.value.evidence:
+        assert item.excerpt in ARTICLE
+        assert item.excerpt == item.excerpt.strip()
+        assert len(item.excerpt) <= EXCERPT_MAX_CHARS
+    assert result.usage.model_calls == 1
+    assert result.usage.input_tokens == result.usage.output_tokens == 0
+
+
+def test_the_most_relevant_passage_answers_each_question():
+    evidence = _extract(
+        ARTICLE,
+        "How much carbon dioxide do heat pumps and gas boilers emit?",
+        "How much does installing a heat pump cost?",
+        title=ARTICLE_TITLE,
+    ).value.evidence
+
+    best = {qid: next(e for e in evidence if qid in e.question_ids) for qid in ("q1", "q2")}
+    assert "0.6 tonnes of carbon dioxide" in best["q1"].excerpt
+    assert "between 9,000 and 14,000 euros" in best["q2"].excerpt
+    assert all(item.relevance >= 0.5 and item.stance == "supports" for item in best.values())
+
+
+def test_near_duplicate_sentences_are_not_both_selected():
+    evidence = _extract(
+        ARTICLE, "What do heat pumps and gas boilers cost to run?", title=ARTICLE_TITLE
+    ).value.evidence
+
+    running_cost_quotes = [e for e in evidence if "1,130 euros" in e.excerpt]
+    assert len(running_cost_quotes) == 1
+    for first, second in combinations(evidence, 2):
+        overlap = jaccard(set(content_terms(first.excerpt)), set(content_terms(second.excerpt)))
+        assert overlap < NEAR_DUPLICATE
+
+
+def test_a_sentence_that_points_back_is_quoted_with_the_sentence_before():
+    evidence = _extract(
+        ARTICLE,
+        "Why did the running cost difference narrow in the coldest month?",
+        title=ARTICLE_TITLE,
+    ).value.evidence
+
+    narrowed = next(e for e in evidence if "It narrowed in the coldest month" in e.excerpt)
+    assert narrowed.excerpt.startswith("The difference comes mostly from efficiency")
+
+
+def test_hard_wrapped_text_and_tables_are_quoted_exactly():
+    evidence = _extract(
+        REPORT,
+        "How has nitrate in the lower Aven changed since 2020?",
+        "On how many days did sewage overflows discharge in 2023?",
+        title="Lower Aven river quality report 2023",
+    ).value.evidence
+
+    table = next(e for e in evidence if "31.4" in e.excerpt)
+    assert table.excerpt.startswith("Annual mean nitrate at Aven Bridge")
+    assert table.excerpt.endswith("25.6")
+    overflow = next(e for e in evidence if "q2" in e.question_ids)
+    assert "61 days in 2023" in overflow.excerpt
+    assert "\n" in overflow.excerpt  # the line breaks of the snapshot are kept, not rewritten
+    assert all(item.excerpt in REPORT for item in evidence)
+
+
+def test_passages_that_only_name_the_subject_are_not_evidence():
+    evidence = _extract(
+        REPORT, "How many salmon returned to the Aven?", title="Lower Aven river quality report"
+    ).value.evidence
+
+    assert [e.excerpt for e in evidence] == [
+        "Salmon returned to the upper tributaries for the first time since\n2009."
+    ]
+
+
+def test_unrelated_questions_get_no_evidence():
+    evidence = _extract(
+        ARTICLE, "What is the population of Mars?", title=ARTICLE_TITLE
+    ).value.evidence
+
+    assert evidence == []
+
+
+def test_the_item_limit_is_respected():
+    evidence = _extract(
+        ARTICLE,
+        "What do heat pumps cost to run?",
+        "How noisy are heat pumps?",
+        "What do heat pumps emit?",
+        title=ARTICLE_TITLE,
+        max_items=2,
+    ).value.evidence
+
+    assert len(evidence) == 2
+
+
+def test_an_overlong_sentence_is_cut_but_stays_verbatim():
+    long_sentence = (
+        "Heat pumps save money, "
+        + ", ".join(f"according to survey {n} of household heating costs" for n in range(60))
+        + "."
+    )
+
+    evidence = _extract(long_sentence, "Do heat pumps save money on heating costs?").value.evidence
+
+    assert len(evidence) == 1
+    assert len(evidence[0].excerpt) <= EXCERPT_MAX_CHARS
+    assert long_sentence.startswith(evidence[0].excerpt)
+
+
+def test_instructions_inside_a_page_are_just_text_to_the_extractor():
+    evidence = _extract(INJECTED, "How much did the Kessel harbour tunnel cost?").value.evidence
+
+    assert [e.excerpt for e in evidence][0] == (
+        "The tunnel cost 640 million euros, 15 per cent more than budgeted."
+    )
+    assert all(e.excerpt in INJECTED for e in evidence)
+
+
+def test_empty_snapshots_give_no_evidence():
+    assert _extract("", "Anything?").value.evidence == []
+
+
+def test_segments_keep_exact_offsets_headings_and_abbreviations():
+    text = "Costs\nDr. Lee said e.g. 3.5 kW units cost less. A second sentence follows here.\n"
+
+    segments = segment_text(text)
+
+    assert [s.kind for s in segments] == ["heading", "sentence", "sentence"]
+    assert text[segments[1].start : segments[1].end] == "Dr. Lee said e.g. 3.5 kW units cost less."
+    assert segments[2].heading == "Costs"

@@ -1,0 +1,169 @@
+"""The extractive planner: sub-questions from the wording of the question."""
+
+from research.llm.decompose import decompose, find_geographies, find_timeframe, search_queries
+from research.llm.extractive import ExtractiveModelClient
+from tests.llm.factories import plan_request
+
+
+def _plan(objective: str, **extra):
+    return ExtractiveModelClient().plan(plan_request(objective, **extra)).value
+
+
+def _texts(plan) -> list[str]:
+    return [question.text for question in plan.questions]
+
+
+def test_a_versus_question_gets_required_questions_for_each_side_and_the_comparison():
+    result = ExtractiveModelClient().plan(plan_request("Rust vs Go for backend services"))
+    plan = result.value
+
+    assert _texts(plan) == [
+        "What are the strengths and weaknesses of Rust for backend services?",
+        "What are the strengths and weaknesses of Go for backend services?",
+        "How do Rust and Go compare for backend services?",
+    ]
+    assert plan.required_question_ids == ["q1", "q2", "q3"]
+    assert plan.completion_criteria.required_question_ids == ["q1", "q2", "q3"]
+    assert result.usage.model_calls == 1 and result.usage.input_tokens == 0
+
+
+def test_a_comparison_on_named_facets_gets_a_question_per_facet_and_keeps_the_place():
+    plan = _plan(
+        "How do heat pumps compare with gas boilers on running costs and emissions in the UK?"
+    )
+
+    assert _texts(plan) == [
+        "What is known about the running costs and emissions of heat pumps in the UK?",
+        "What is known about the running costs and emissions of gas boilers in the UK?",
+        "How do heat pumps and gas boilers compare on running costs in the UK?",
+        "How do heat pumps and gas boilers compare on emissions in the UK?",
+    ]
+    assert plan.scope.geographies == ["UK"]
+    assert set(plan.scope.included_topics) >= {"heat pumps", "gas boilers", "emissions"}
+
+
+def test_other_comparison_wordings_are_recognised():
+    difference = _texts(_plan("What is the difference between a Roth IRA and a traditional IRA?"))
+    which = _texts(_plan("Which is cheaper, solar panels or wind turbines?"))
+
+    assert difference[-1] == "How do Roth IRA and traditional IRA compare?"
+    assert which == [
+        "How cheap are solar panels?",
+        "How cheap are wind turbines?",
+        "Which is cheaper, solar panels or wind turbines?",
+    ]
+
+
+def test_what_why_and_how_parts_become_separate_questions_with_the_subject_resolved():
+    plan = _plan("What is CRISPR, how does it work and why is it controversial?")
+
+    assert _texts(plan) == [
+        "What is CRISPR?",
+        "How does CRISPR work?",
+        "Why is CRISPR controversial?",
+    ]
+    assert [q.rationale for q in plan.questions] == [
+        "The what part of the question.",
+        "The how part of the question.",
+        "The why part of the question.",
+    ]
+
+
+def test_a_follow_up_that_points_back_is_anchored_to_the_subject():
+    plan = _plan(
+        "How many weekday boardings does the Harwick Metro Line 3 extension have, "
+        "and how does that compare with the forecast?"
+    )
+
+    assert _texts(plan) == [
+        "How many weekday boardings does the Harwick Metro Line 3 extension have?",
+        "How does the number of weekday boardings of the Harwick Metro Line 3 extension "
+        "compare with the forecast?",
+    ]
+    assert plan.questions[0].preferred_source_classes == ["official", "primary"]
+
+
+def test_a_bare_follow_up_part_is_tied_to_the_subject():
+    texts = _texts(
+        _plan(
+            "What caused the 2023 algal bloom in Lake Tessaly, and is phosphorus the main driver?"
+        )
+    )
+
+    assert texts[1] == "Is phosphorus the main driver of the 2023 algal bloom in Lake Tessaly?"
+
+
+def test_listed_facets_and_entities_get_a_question_each():
+    fasting = _texts(
+        _plan(
+            "What are the health effects of intermittent fasting on weight, blood sugar and cholesterol?"
+        )
+    )
+    wages = _plan("Compare the minimum wage in France and Germany since 2015")
+
+    assert fasting == [
+        "What are the health effects of intermittent fasting on weight?",
+        "What are the health effects of intermittent fasting on blood sugar?",
+        "What are the health effects of intermittent fasting on cholesterol?",
+    ]
+    assert _texts(wages)[:2] == [
+        "What is known about the minimum wage in France since 2015?",
+        "What is known about the minimum wage in Germany since 2015?",
+    ]
+    assert wages.scope.timeframe is not None and wages.scope.timeframe.start == "2015"
+
+
+def test_depth_limits_the_number_of_questions():
+    objective = (
+        "What are the effects of remote work on productivity, wages, housing, commuting and "
+        "loneliness, and why do firms disagree about it?"
+    )
+
+    assert len(_plan(objective, depth="quick").questions) == 4
+    assert len(_plan(objective, depth="thorough").questions) == 6
+    assert _texts(_plan(objective))[-1] == "Why do firms disagree about the effects of remote work?"
+
+
+def test_a_refinement_adds_questions_and_keeps_existing_ids():
+    first = _plan("Rust vs Go for backend services")
+
+    revised = _plan(
+        "Rust vs Go for backend services",
+        previous_plan=first,
+        refinement="Also look at hiring costs",
+    )
+
+    assert [q.id for q in revised.questions] == ["q1", "q2", "q3", "q4"]
+    assert revised.questions[:3] == first.questions
+    assert revised.questions[3].text == "What is known about hiring costs?"
+    assert "q4" in revised.required_question_ids
+
+
+def test_an_objective_without_structure_still_gets_one_question():
+    plan = _plan("Harwick Metro")
+
+    assert _texts(plan) == ["What is known about Harwick Metro?"]
+
+
+def test_time_frames_and_places_are_read_from_the_wording():
+    assert find_timeframe("grants paid between 2019 and 2023") == ("2019", "2023")
+    assert find_timeframe("wages since 2015") == ("2015", None)
+    assert find_timeframe("the 2023 bloom") == ("2023", "2023")
+    assert find_timeframe("no dates") is None
+    assert find_geographies("minimum wage in France and Germany in March") == ["France", "Germany"]
+
+
+def test_each_question_gets_differently_worded_searches():
+    queries = search_queries(
+        "Why is CRISPR controversial?", objective="What is CRISPR and why is it controversial?"
+    )
+    from research.engine.guards import fingerprint_query
+
+    assert queries[0] == "CRISPR controversial"
+    assert len({fingerprint_query(q).key for q in queries}) == len(queries) >= 2
+
+
+def test_decompose_never_returns_duplicate_questions():
+    questions = decompose("What is CRISPR? What is CRISPR?").questions
+
+    assert [q.text for q in questions] == ["What is CRISPR?"]

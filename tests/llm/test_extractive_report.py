@@ -1,0 +1,139 @@
+"""The extractive report: quotations grouped by question, cited by evidence id, gaps stated."""
+
+from research.engine.contracts import ContradictionCandidate, ContradictionPosition, ReportGap
+from research.llm.extractive import ExtractiveModelClient
+from tests.llm.factories import make_evidence, make_plan, synthesis_request
+
+PLAN = make_plan(
+    "What do heat pumps cost to run?",
+    "What do gas boilers cost to run?",
+    "How noisy are heat pumps?",
+)
+EVIDENCE = [
+    make_evidence(
+        "e1", "Heat pumps cost an average of 1,130 euros a year to run.", "q1", source_id="s1"
+    ),
+    make_evidence(
+        "e2",
+        "Heat pumps cost an average of 1,130 euros a year to run, the survey found.",
+        "q1",
+        source_id="s2",
+    ),
+    make_evidence(
+        "e3",
+        "On a time-of-use tariff heat pump owners paid 14 per cent less.",
+        "q1",
+        source_id="s1",
+        relevance=0.7,
+    ),
+    make_evidence(
+        "e4", "Gas boilers cost an average of 1,420 euros a year to run.", "q2", source_id="s3"
+    ),
+]
+
+
+def _report(**extra):
+    return ExtractiveModelClient().synthesise(synthesis_request(PLAN, EVIDENCE, **extra))
+
+
+def test_the_report_is_labelled_extractive_and_quotes_the_evidence():
+    result = _report()
+    report = result.value
+
+    assert report.mode == "extractive"
+    assert report.title.startswith("Extractive report:")
+    assert any("no language model" in line for line in report.methodology)
+    texts = [s.text for s in report.statements() if s.kind == "finding"]
+    assert "\u201cGas boilers cost an average of 1,420 euros a year to run.\u201d" in texts
+    assert result.usage.model_calls == 1 and result.usage.output_tokens == 0
+
+
+def test_it_cites_only_the_evidence_ids_it_was_given():
+    report = _report().value
+
+    given = {item.id for item in EVIDENCE}
+    cited = {eid for statement in report.statements() for eid in statement.evidence_ids}
+    cited |= {eid for item in report.contradictions for eid in item.evidence_ids}
+    assert cited <= given
+    assert all(s.evidence_ids for s in report.statements() if s.kind == "finding")
+    assert "http" not in report.model_dump_json()
+
+
+def test_sections_follow_the_questions_and_gaps_are_stated():
+    report = _report().value
+
+    assert [section.id for section in report.sections] == ["q1", "q2"]
+    assert [(gap.question_id, gap.description) for gap in report.gaps] == [
+        ("q3", "No verified evidence was found for: How noisy are heat pumps?")
+    ]
+
+
+def test_near_identical_quotes_from_two_sources_become_one_corroborated_finding():
+    section = _report().value.sections[0]
+
+    findings = [s for s in section.statements if s.kind == "finding"]
+    assert findings[0].evidence_ids == ["e1", "e2"]
+    assert findings[0].confidence == "high"
+    assert [s.evidence_ids for s in findings] == [["e1", "e2"], ["e3"]]
+
+
+def test_a_question_resting_on_one_source_gets_a_caveat():
+    section = _report().value.sections[1]
+
+    assert [s.kind for s in section.statements] == ["finding", "caveat"]
+    assert "single source" in section.statements[1].text
+
+
+def test_the_summary_leads_with_the_best_quote_of_each_required_question():
+    summary = _report().value.executive_summary
+
+    assert [s.evidence_ids for s in summary] == [["e1", "e2"], ["e4"]]
+    assert len({s.claim_id for s in _report().value.statements()}) == len(
+        _report().value.statements()
+    )
+
+
+def test_known_gaps_contradictions_and_partial_runs_are_carried_over():
+    contradiction = ContradictionCandidate(
+        key="k1",
+        claim_key="heat pump running cost",
+        positions=[
+            ContradictionPosition(value="1130", stance="supports", evidence_ids=["e1"], scopes=[]),
+            ContradictionPosition(value="980", stance="supports", evidence_ids=["e9"], scopes=[]),
+        ],
+        evidence_ids=["e1", "e9"],
+        scope_differences={"as_of": ["2023", "2021"]},
+    )
+
+    report = _report(
+        partial=True,
+        contradictions=[contradiction],
+        gaps=[ReportGap(question_id="q3", description="Budget ran out before q3.")],
+    ).value
+
+    assert report.partial is True
+    assert [gap.description for gap in report.gaps] == ["Budget ran out before q3."]
+    assert report.contradictions[0].evidence_ids == ["e1"]
+    assert (
+        "1130" in report.contradictions[0].summary and "as_of" in report.contradictions[0].summary
+    )
+    assert any("partial" in line for line in report.methodology)
+
+
+def test_no_evidence_at_all_gives_a_report_of_gaps():
+    report = ExtractiveModelClient().synthesise(synthesis_request(PLAN, [])).value
+
+    assert report.sections == [] and report.executive_summary == []
+    assert [gap.question_id for gap in report.gaps] == ["q1", "q2", "q3"]
+
+
+def test_long_question_ids_still_give_valid_claim_ids():
+    long_id = "q" + "x" * 63
+    plan = make_plan("What do heat pumps cost to run?")
+    plan.questions[0].id = long_id
+    evidence = [make_evidence("e1", "Heat pumps cost 1,130 euros a year.", long_id)]
+
+    report = ExtractiveModelClient().synthesise(synthesis_request(plan, evidence)).value
+
+    assert report.sections[0].id == long_id
+    assert [s.claim_id for s in report.sections[0].statements] == ["s1-1", "s1-single-source"]
