@@ -157,6 +157,7 @@ _DRAMATIQ_MIDDLEWARE = [
     "dramatiq.middleware.Callbacks",
     "dramatiq.middleware.Retries",
     "django_dramatiq.middleware.DbConnectionsMiddleware",
+    "research.reaper.ReaperMiddleware",
 ]
 if REDIS:
     DRAMATIQ_BROKER = {

@@ -277,7 +277,9 @@ class ResearchEvidence(models.Model):
         CONTRADICTS = "contradicts", "Contradicts"
         CONTEXT = "context", "Context"
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # The engine's id ("ev-" + 20 hex of the evidence hash): reports cite it, so it is
+    # stable across retries and resumes.
+    id = models.CharField(primary_key=True, max_length=40, editable=False)
     run = models.ForeignKey(ResearchRun, on_delete=models.CASCADE, related_name="evidence")
     source = models.ForeignKey(ResearchSource, on_delete=models.CASCADE, related_name="evidence")
     extraction_step = models.ForeignKey(

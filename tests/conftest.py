@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
 
 import pytest
 
 from accounts.models import Membership, Team, User
 from accounts.services import team_create
 from research.models import ResearchRun
+from tests.fixtures.frozen_web.server import FrozenWeb, serve_frozen_web
 
 PASSWORD = "correct horse battery staple"
 
@@ -71,3 +73,18 @@ def team_run(owner: User, team: Team) -> ResearchRun:
 @pytest.fixture
 def link_run(owner: User, team: Team) -> ResearchRun:
     return make_run(owner, team=team, visibility=ResearchRun.Visibility.LINK)
+
+
+@pytest.fixture(scope="session")
+def frozen_web() -> Iterator[FrozenWeb]:
+    """The frozen local web on 127.0.0.1 (one server for the whole session)."""
+    with serve_frozen_web() as web:
+        yield web
+
+
+@pytest.fixture
+def web(frozen_web: FrozenWeb) -> Iterator[FrozenWeb]:
+    """The frozen web with recorded requests and injected faults cleared before each test."""
+    frozen_web.reset()
+    yield frozen_web
+    frozen_web.reset()

@@ -310,6 +310,9 @@ class Usage(Contract):
     output_tokens: int = Field(default=0, ge=0)
     cached_tokens: int = Field(default=0, ge=0)
     cost: Decimal = Field(default=Decimal(0), ge=0)
+    # Attempts beyond the first of a step (after a crash or an interruption). Retries are
+    # telemetry: a logical action counts once against the search and fetch limits.
+    retries: int = Field(default=0, ge=0)
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(
@@ -323,6 +326,7 @@ class Usage(Contract):
             output_tokens=self.output_tokens + other.output_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
             cost=self.cost + other.cost,
+            retries=self.retries + other.retries,
         )
 
 
@@ -607,6 +611,15 @@ class WorkingState(Contract):
     resolved_contradictions: list[str] = Field(default_factory=list)
     synthesis_reserve: SynthesisReserve = Field(default_factory=SynthesisReserve)
     stop_reason: str | None = None
+    # The texts of the latest searches (newest last), shown to the decision model.
+    recent_queries: list[str] = Field(default_factory=list)
+    # Evidence already credited to an iteration's information gain.
+    counted_evidence_ids: list[str] = Field(default_factory=list)
+    # Why the program refused actions of the latest decision, for the next brief.
+    recent_refusals: list[str] = Field(default_factory=list)
+    information_gain: int = Field(default=0, ge=0)
+    rejected_excerpts: int = Field(default=0, ge=0)
+    invalid_decisions: int = Field(default=0, ge=0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -643,16 +656,25 @@ StepKind = Literal["plan", "decide", "search", "read", "extract", "synthesize"]
 
 
 class StepRecord(Contract):
-    """A durable step; ``dedupe_key`` makes creating the same logical action twice a no-op."""
+    """A durable step; ``dedupe_key`` makes creating the same logical action twice a no-op.
+
+    ``attempt`` counts how often the step was started (1 on its first run); ``usage`` is
+    what its finished attempt consumed, so a resumed run can account for a step that
+    finished just before a crash.
+    """
 
     id: NonEmptyStr
     run_id: NonEmptyStr
     kind: StepKind
     dedupe_key: NonEmptyStr
     status: StepStatus = "pending"
+    iteration: int = Field(default=0, ge=0)
+    attempt: int = Field(default=0, ge=0)
     rationale: str = ""
     payload: dict[str, Any] = Field(default_factory=dict)
     summary: str = ""
+    error: str = ""
+    usage: Usage = Field(default_factory=Usage)
 
 
 # --------------------------------------------------------------------------------------------
@@ -670,16 +692,22 @@ class PlanRequest(Contract):
     constraints: list[str] = Field(default_factory=list)
     previous_plan: ResearchPlan | None = None
     refinement: str | None = None
+    # The most output tokens the call may produce; clients pass it on as the completion
+    # limit so the run's hard output-token budget holds. ``None``: the client's default.
+    max_output_tokens: int | None = Field(default=None, ge=1)
 
 
 class EvidenceSummary(_Part):
+    """One evidence item as the decision model sees it. The orchestrator leaves ``excerpt``,
+    ``claim_key`` and ``normalized_value`` empty: they are text taken from pages."""
+
     id: str
     source_id: str
     question_ids: list[str]
     stance: Stance
     claim_key: str | None = None
     normalized_value: str | None = None
-    excerpt: str
+    excerpt: str = ""
 
 
 class CandidateSummary(_Part):
@@ -711,6 +739,9 @@ class ResearchBrief(Contract):
     recent_queries: list[str] = Field(default_factory=list)
     remaining: Usage = Field(default_factory=Usage)
     unmet_finish_criteria: list[str] = Field(default_factory=list)
+    # Why the program refused actions of the previous decision (sentences).
+    recent_refusals: list[str] = Field(default_factory=list)
+    max_output_tokens: int | None = Field(default=None, ge=1)
 
 
 class ExtractionRequest(Contract):
@@ -722,6 +753,7 @@ class ExtractionRequest(Contract):
     text: str
     questions: list[PlanQuestion]
     max_items: int = Field(default=12, ge=1, le=40)
+    max_output_tokens: int | None = Field(default=None, ge=1)
 
 
 class SourceSummary(Contract):
@@ -747,6 +779,7 @@ class SynthesisRequest(Contract):
     # Filled only for the single citation-repair round.
     problems: list[str] = Field(default_factory=list)
     previous_report: Report | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ channel (``research/events.py``) implement these protocols; tests implement them
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
@@ -61,6 +61,14 @@ class AcquisitionError(Exception):
 
     def __str__(self) -> str:
         return self.reason
+
+
+class LeaseLost(Exception):
+    """This worker no longer owns the run (its lease expired and another worker claimed it).
+
+    The store raises it from any write (and from :meth:`Store.heartbeat`). The orchestrator
+    never catches it: the worker must stop at once and write nothing more.
+    """
 
 
 class ModelError(Exception):
@@ -194,7 +202,9 @@ class Store(Protocol):
 
     Every write is idempotent so a resumed run never duplicates work: steps by dedupe key,
     sources by canonical URL hash, evidence by evidence hash. Status changes are
-    compare-and-set on (status, plan_version).
+    compare-and-set on (status, plan_version). Any write may raise :class:`LeaseLost` when
+    the calling worker no longer owns the run. The orchestrator calls the store from one
+    thread only (its own), never from its worker threads.
     """
 
     def load_run(self, run_id: str) -> RunSnapshot:
@@ -211,11 +221,27 @@ class Store(Protocol):
         reason: str = "",
     ) -> bool:
         """Move the run from ``expected`` to ``to`` if it is still there (and still at
-        ``plan_version`` when given). Returns ``False`` when someone else moved it first."""
+        ``plan_version`` when given). Returns ``False`` when someone else moved it first.
+
+        Moving to ``paused`` records ``expected`` as the resume phase and clears the pause
+        request (it has been honoured); moving to ``failed`` records ``expected`` as the
+        phase a retry restarts. ``reason`` is a sentence for people: why the run failed,
+        stopped or was cancelled."""
         ...
 
     def controls(self, run_id: str) -> RunControls:
-        """Read the pause and cancel flags afresh."""
+        """Read the pause and cancel flags afresh. Controls only set these flags while a
+        worker owns the run; the worker performs the transition (and resume clears them)."""
+        ...
+
+    def heartbeat(self, run_id: str) -> None:
+        """Called at every safe boundary of the loop: renew this worker's lease, or raise
+        :class:`LeaseLost` when it has been lost."""
+        ...
+
+    def save_plan(self, run_id: str, *, plan: ResearchPlan, expected_version: int) -> bool:
+        """Store ``plan`` as version ``expected_version + 1`` if the run is still at
+        ``expected_version``; ``False`` when the plan changed meanwhile."""
         ...
 
     def save_checkpoint(self, run_id: str, *, state: WorkingState, usage: Usage) -> None:
@@ -230,21 +256,49 @@ class Store(Protocol):
         dedupe_key: str,
         rationale: str = "",
         payload: dict[str, object] | None = None,
+        iteration: int = 0,
     ) -> StepRecord:
-        """Create a pending step, or return the existing step with the same dedupe key."""
+        """Create a pending step, or return the existing step with the same dedupe key
+        (whatever its status; the existing step keeps its payload)."""
+        ...
+
+    def start_step(self, step_id: str) -> StepRecord:
+        """Mark a step running and count the attempt (1 on its first start)."""
         ...
 
     def finish_step(
-        self, step_id: str, *, status: StepStatus, summary: str = "", usage: Usage | None = None
+        self,
+        step_id: str,
+        *,
+        status: StepStatus,
+        summary: str = "",
+        usage: Usage | None = None,
+        error: str = "",
     ) -> None:
-        """Record a step's outcome."""
+        """Record a step's outcome, what it consumed and, when it failed, why."""
+        ...
+
+    def list_steps(self, run_id: str) -> list[StepRecord]:
+        """All steps of the run in creation order."""
+        ...
+
+    def cancel_pending_steps(self, run_id: str) -> int:
+        """Mark every pending or running step cancelled (used on cancel and on refinement,
+        which invalidates actions that have not run); returns how many changed."""
         ...
 
     def record_candidates(
-        self, run_id: str, *, step_id: str, candidates: Sequence[SearchCandidate]
+        self,
+        run_id: str,
+        *,
+        step_id: str,
+        candidates: Sequence[SearchCandidate],
+        summary: str = "",
+        usage: Usage | None = None,
     ) -> list[SourceRecord]:
         """Store search results as candidate sources (deduplicated by canonical URL hash) and
-        finish the search step in the same transaction."""
+        finish the search step as succeeded in the same transaction. Returns one record per
+        candidate, in candidate order (an already known URL returns its existing source)."""
         ...
 
     def list_sources(self, run_id: str) -> list[SourceRecord]:
@@ -280,13 +334,22 @@ class Store(Protocol):
     def add_evidence(
         self, run_id: str, *, step_id: str, evidence: Sequence[Evidence]
     ) -> list[Evidence]:
-        """Insert evidence, skipping items whose hash the run already has; returns the new ones."""
+        """Insert evidence, skipping items whose hash the run already has (in scope or not);
+        returns the new ones."""
         ...
 
     def list_evidence(self, run_id: str) -> list[Evidence]:
-        """All verified evidence of the run."""
+        """The run's verified evidence that is in scope of the current plan, in insertion
+        order. Evidence marked out of scope stays stored for audit but is not listed."""
+        ...
+
+    def mark_out_of_scope(self, run_id: str, *, question_ids_kept: Collection[str]) -> int:
+        """After a plan revision: evidence addressing none of ``question_ids_kept`` is marked
+        out of scope (never deleted); evidence addressing one of them is in scope again.
+        Returns how many items are out of scope now."""
         ...
 
     def save_report(self, run_id: str, *, report: Report) -> None:
-        """Store the validated report object (the durable record the pages render from)."""
+        """Store the validated report object (the durable record the pages render from);
+        a later report of the same run replaces it."""
         ...

@@ -1,44 +1,169 @@
-"""In-memory implementations of the engine ports, for tests that exercise the rules together."""
+"""In-memory implementations of the engine ports, for tests that exercise the rules together.
 
-from collections.abc import Sequence
+``MemoryStore`` keeps the Django store's promises (idempotent steps, sources and evidence,
+compare-and-set transitions, lease checks on every write) and records what the tests need
+to check them: the thread of every call, every write in order, heartbeats and transitions.
+``MemoryWeb`` serves a dictionary of pages and measures how many calls overlap.
+"""
+
+import re
+import threading
+import time
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+from pydantic import BaseModel
 
 from research.engine.contracts import (
     Budget,
     Evidence,
+    EvidenceCandidate,
+    ExtractionRequest,
+    ExtractionResult,
+    FinishAction,
+    PlanRequest,
     ProgressEvent,
+    ReadAction,
     Report,
+    ReportContradiction,
+    ReportSection,
+    ResearchBrief,
+    ResearchDecision,
+    ResearchPlan,
     RunControls,
     RunSnapshot,
+    SearchAction,
     SearchCandidate,
     SourceDocument,
     SourcePolicy,
     SourceQuality,
     SourceRecord,
+    Statement,
     StepKind,
     StepRecord,
     StepStatus,
+    SynthesisRequest,
     Usage,
     WorkingState,
 )
-from research.engine.ports import AcquisitionError, AcquisitionErrorKind
-from research.engine.states import RunStatus, check_transition
-from research.engine.urls import canonical_url, evaluate_domain_policy, hostname, url_hash
+from research.engine.guards import estimate_tokens, fingerprint_query
+from research.engine.ports import (
+    AcquisitionError,
+    AcquisitionErrorKind,
+    FakeClock,
+    LeaseLost,
+    ModelError,
+    ModelResult,
+)
+from research.engine.states import RunStatus, check_transition, resume_target
+from research.engine.urls import (
+    canonical_url,
+    evaluate_domain_policy,
+    hostname,
+    registrable_domain,
+    url_hash,
+)
 
 
 class MemoryStore:
     """A Store keeping everything in dictionaries, with the same idempotency rules."""
 
     def __init__(
-        self, run_id: str, *, budget: Budget, status: RunStatus = RunStatus.QUEUED
+        self,
+        run_id: str,
+        *,
+        budget: Budget,
+        status: RunStatus = RunStatus.QUEUED,
+        plan: ResearchPlan | None = None,
+        plan_version: int = 1,
+        objective: str = "",
+        policy: SourcePolicy | None = None,
+        clock: FakeClock | None = None,
     ) -> None:
-        self.run = RunSnapshot(id=run_id, status=status, plan_version=1, budget=budget)
+        self.run = RunSnapshot(
+            id=run_id,
+            status=status,
+            plan_version=plan_version,
+            plan=plan,
+            objective=objective or (plan.objective if plan else ""),
+            policy=policy or SourcePolicy(),
+            budget=budget,
+        )
         self.steps: dict[str, StepRecord] = {}
         self.sources: dict[str, SourceRecord] = {}
         self.snapshots: dict[str, SourceDocument] = {}
         self.evidence: dict[str, Evidence] = {}
+        self.out_of_scope: set[str] = set()
         self.report: Report | None = None
+        self.reports_saved = 0
+        self.plans: list[ResearchPlan] = [plan] if plan else []
+        self.transitions: list[tuple[str, str, str]] = []
+        self.heartbeats = 0
+        self.writes: list[str] = []
+        self.threads: set[int] = set()
+        self.lease_lost = False
+        # method name -> (calls to let through first, exception to raise), in order
+        self.faults: dict[str, list[tuple[int, BaseException]]] = {}
+        self.clock = clock
+        # step id -> clock reading each time the step was started
+        self.started_at: dict[str, list[float]] = {}
+
+    # -- bookkeeping ---------------------------------------------------------------------
+
+    def _call(self, name: str, *, write: bool) -> None:
+        self.threads.add(threading.get_ident())
+        if write and self.lease_lost:
+            raise LeaseLost(f"{name}: this worker no longer owns the run")
+        pending = self.faults.get(name)
+        if pending:
+            skip, error = pending[0]
+            if skip:
+                pending[0] = (skip - 1, error)
+            else:
+                pending.pop(0)
+                raise error
+        if write:
+            self.writes.append(name)
+
+    def fail_once(self, method: str, error: BaseException, *, after: int = 0) -> None:
+        """Make a call of ``method`` raise ``error`` (a simulated crash): the next one, or
+        the one after ``after`` more calls."""
+        self.faults.setdefault(method, []).append((after, error))
+
+    def request_pause(self) -> None:
+        self.run = self.run.model_copy(
+            update={"controls": self.run.controls.model_copy(update={"pause_requested": True})}
+        )
+
+    def request_cancel(self) -> None:
+        self.run = self.run.model_copy(
+            update={"controls": self.run.controls.model_copy(update={"cancel_requested": True})}
+        )
+
+    def resume(self) -> None:
+        """What the resume control does: clear the pause flag, go to the resume target."""
+        assert self.run.status == RunStatus.PAUSED and self.run.resume_phase is not None
+        self.run = self.run.model_copy(
+            update={
+                "status": resume_target(self.run.resume_phase),
+                "resume_phase": None,
+                "controls": RunControls(),
+            }
+        )
+
+    def approve(self) -> None:
+        """What the approve control does: awaiting approval → queued."""
+        assert self.transition(
+            self.run.id, expected=RunStatus.AWAITING_APPROVAL, to=RunStatus.QUEUED
+        )
+
+    def steps_of(self, kind: str) -> list[StepRecord]:
+        return [step for step in self.steps.values() if step.kind == kind]
+
+    # -- the Store port ------------------------------------------------------------------
 
     def load_run(self, run_id: str) -> RunSnapshot:
+        self._call("load_run", write=False)
         return self.run.model_copy(deep=True)
 
     def transition(
@@ -50,18 +175,42 @@ class MemoryStore:
         plan_version: int | None = None,
         reason: str = "",
     ) -> bool:
+        self._call("transition", write=True)
         if self.run.status != expected or (
             plan_version is not None and plan_version != self.run.plan_version
         ):
             return False
         check_transition(expected, to)
-        self.run = self.run.model_copy(update={"status": to})
+        update: dict[str, object] = {"status": to}
+        if to == RunStatus.PAUSED:
+            update["resume_phase"] = expected
+            update["controls"] = self.run.controls.model_copy(update={"pause_requested": False})
+        elif to == RunStatus.FAILED:
+            update["resume_phase"] = expected
+        self.run = self.run.model_copy(update=update)
+        self.transitions.append((str(expected), str(to), reason))
         return True
 
     def controls(self, run_id: str) -> RunControls:
-        return self.run.controls
+        self._call("controls", write=False)
+        return self.run.controls.model_copy()
+
+    def heartbeat(self, run_id: str) -> None:
+        self._call("heartbeat", write=False)
+        if self.lease_lost:
+            raise LeaseLost("heartbeat: this worker no longer owns the run")
+        self.heartbeats += 1
+
+    def save_plan(self, run_id: str, *, plan: ResearchPlan, expected_version: int) -> bool:
+        self._call("save_plan", write=True)
+        if self.run.plan_version != expected_version:
+            return False
+        self.run = self.run.model_copy(update={"plan": plan, "plan_version": expected_version + 1})
+        self.plans.append(plan)
+        return True
 
     def save_checkpoint(self, run_id: str, *, state: WorkingState, usage: Usage) -> None:
+        self._call("save_checkpoint", write=True)
         self.run = self.run.model_copy(update={"state": state, "usage": usage})
 
     def begin_step(
@@ -72,7 +221,9 @@ class MemoryStore:
         dedupe_key: str,
         rationale: str = "",
         payload: dict[str, object] | None = None,
+        iteration: int = 0,
     ) -> StepRecord:
+        self._call("begin_step", write=True)
         existing = next((s for s in self.steps.values() if s.dedupe_key == dedupe_key), None)
         if existing is not None:
             return existing
@@ -81,22 +232,64 @@ class MemoryStore:
             run_id=run_id,
             kind=kind,
             dedupe_key=dedupe_key,
+            iteration=iteration,
             rationale=rationale,
             payload=dict(payload or {}),
         )
         self.steps[step.id] = step
         return step
 
+    def start_step(self, step_id: str) -> StepRecord:
+        self._call("start_step", write=True)
+        step = self.steps[step_id]
+        step = step.model_copy(update={"status": "running", "attempt": step.attempt + 1})
+        self.steps[step_id] = step
+        if self.clock is not None:
+            self.started_at.setdefault(step_id, []).append(self.clock.monotonic())
+        return step
+
     def finish_step(
-        self, step_id: str, *, status: StepStatus, summary: str = "", usage: Usage | None = None
+        self,
+        step_id: str,
+        *,
+        status: StepStatus,
+        summary: str = "",
+        usage: Usage | None = None,
+        error: str = "",
     ) -> None:
+        self._call("finish_step", write=True)
         self.steps[step_id] = self.steps[step_id].model_copy(
-            update={"status": status, "summary": summary}
+            update={
+                "status": status,
+                "summary": summary,
+                "usage": usage or Usage(),
+                "error": error,
+            }
         )
 
+    def list_steps(self, run_id: str) -> list[StepRecord]:
+        self._call("list_steps", write=False)
+        return [step for step in self.steps.values() if step.run_id == run_id]
+
+    def cancel_pending_steps(self, run_id: str) -> int:
+        self._call("cancel_pending_steps", write=True)
+        changed = 0
+        for step_id, step in list(self.steps.items()):
+            if step.run_id == run_id and step.status in ("pending", "running"):
+                self.steps[step_id] = step.model_copy(update={"status": "cancelled"})
+                changed += 1
+        return changed
+
     def record_candidates(
-        self, run_id: str, *, step_id: str, candidates: Sequence[SearchCandidate]
+        self,
+        run_id: str,
+        *,
+        step_id: str,
+        candidates: Sequence[SearchCandidate],
+        summary: str = "",
+        usage: Usage | None = None,
     ) -> list[SourceRecord]:
+        self._call("record_candidates", write=True)
         recorded: list[SourceRecord] = []
         for candidate in candidates:
             canonical = canonical_url(candidate.url)
@@ -118,13 +311,21 @@ class MemoryStore:
                 )
                 self.sources[existing.id] = existing
             recorded.append(existing)
-        self.finish_step(step_id, status="succeeded", summary=f"{len(recorded)} results")
+        self.steps[step_id] = self.steps[step_id].model_copy(
+            update={
+                "status": "succeeded",
+                "summary": summary or f"{len(recorded)} results",
+                "usage": usage or Usage(),
+            }
+        )
         return recorded
 
     def list_sources(self, run_id: str) -> list[SourceRecord]:
+        self._call("list_sources", write=False)
         return [s for s in self.sources.values() if s.run_id == run_id]
 
     def get_source(self, run_id: str, source_id: str) -> SourceRecord | None:
+        self._call("get_source", write=False)
         source = self.sources.get(source_id)
         return source if source is not None and source.run_id == run_id else None
 
@@ -137,6 +338,7 @@ class MemoryStore:
         quality: SourceQuality,
         duplicate_of: str | None = None,
     ) -> SourceRecord:
+        self._call("record_acquisition", write=True)
         record = self.sources[source_id].model_copy(
             update={
                 "status": "duplicate" if duplicate_of else "fetched",
@@ -144,6 +346,7 @@ class MemoryStore:
                 "content_hash": document.content_hash,
                 "title": document.title,
                 "publisher": document.publisher,
+                "published_at": document.published_at,
                 "quality": quality,
                 "declared_canonical_url": document.declared_canonical_url,
             }
@@ -155,6 +358,7 @@ class MemoryStore:
     def record_failure(
         self, run_id: str, source_id: str, *, kind: AcquisitionErrorKind, reason: str
     ) -> SourceRecord:
+        self._call("record_failure", write=True)
         record = self.sources[source_id].model_copy(
             update={"status": kind, "status_reason": reason}
         )
@@ -162,11 +366,13 @@ class MemoryStore:
         return record
 
     def load_snapshot(self, run_id: str, source_id: str) -> SourceDocument | None:
+        self._call("load_snapshot", write=False)
         return self.snapshots.get(source_id)
 
     def add_evidence(
         self, run_id: str, *, step_id: str, evidence: Sequence[Evidence]
     ) -> list[Evidence]:
+        self._call("add_evidence", write=True)
         known = {item.evidence_hash for item in self.evidence.values() if item.run_id == run_id}
         added: list[Evidence] = []
         for item in evidence:
@@ -178,45 +384,144 @@ class MemoryStore:
         return added
 
     def list_evidence(self, run_id: str) -> list[Evidence]:
-        return [item for item in self.evidence.values() if item.run_id == run_id]
+        self._call("list_evidence", write=False)
+        return [
+            item
+            for item in self.evidence.values()
+            if item.run_id == run_id and item.id not in self.out_of_scope
+        ]
+
+    def mark_out_of_scope(self, run_id: str, *, question_ids_kept: Collection[str]) -> int:
+        self._call("mark_out_of_scope", write=True)
+        kept = set(question_ids_kept)
+        self.out_of_scope = {
+            item.id
+            for item in self.evidence.values()
+            if item.run_id == run_id and not kept.intersection(item.question_ids)
+        }
+        return len(self.out_of_scope)
 
     def save_report(self, run_id: str, *, report: Report) -> None:
+        self._call("save_report", write=True)
         self.report = report
+        self.reports_saved += 1
 
 
 class MemoryWeb:
-    """A SourceAdapter over a dictionary of pages, honouring the domain policy."""
+    """A SourceAdapter over a dictionary of pages, honouring the domain policy.
 
-    def __init__(self, pages: dict[str, SourceDocument], results: dict[str, list[str]]) -> None:
+    ``results`` maps a query to result URLs; a query not listed falls back to a listed one
+    with the same fingerprint. ``errors`` makes a URL fail with a given error; ``delay``
+    makes every call take that long (so overlapping calls can be measured); ``on_acquire``
+    and ``on_discover`` run at the start of each call (tests use them to pause, cancel or
+    crash mid-run).
+    """
+
+    def __init__(
+        self,
+        pages: dict[str, SourceDocument],
+        results: dict[str, list[str]],
+        *,
+        errors: dict[str, AcquisitionError] | None = None,
+        search_errors: dict[str, AcquisitionError] | None = None,
+        delay: float = 0.0,
+        on_acquire: Callable[[str], None] | None = None,
+        on_discover: Callable[[str], None] | None = None,
+        clock: FakeClock | None = None,
+        seconds_per_call: float = 0.0,
+    ) -> None:
         self.pages = pages
         self.results = results
+        self.errors = errors or {}
+        self.search_errors = search_errors or {}
+        self.delay = delay
+        self.on_acquire = on_acquire
+        self.on_discover = on_discover
+        self.clock = clock
+        self.seconds_per_call = seconds_per_call
         self.fetches: list[str] = []
+        self.queries: list[str] = []
+        self._lock = threading.Lock()
+        self._active = {"search": 0, "fetch": 0}
+        self._active_domains: dict[str, int] = {}
+        self.peak = {"search": 0, "fetch": 0, "per_domain": 0}
+
+    def _enter(self, kind: str, domain: str | None = None) -> None:
+        with self._lock:
+            self._active[kind] += 1
+            self.peak[kind] = max(self.peak[kind], self._active[kind])
+            if domain is not None:
+                self._active_domains[domain] = self._active_domains.get(domain, 0) + 1
+                self.peak["per_domain"] = max(self.peak["per_domain"], self._active_domains[domain])
+
+    def _leave(self, kind: str, domain: str | None = None) -> None:
+        with self._lock:
+            self._active[kind] -= 1
+            if domain is not None:
+                self._active_domains[domain] -= 1
+
+    def _urls_for(self, query: str) -> list[str]:
+        if query in self.results:
+            return self.results[query]
+        key = fingerprint_query(query).key
+        for listed, urls in self.results.items():
+            if fingerprint_query(listed).key == key:
+                return urls
+        return []
 
     def discover(
         self, query: str, *, policy: SourcePolicy, limit: int = 10
     ) -> list[SearchCandidate]:
-        urls = [u for u in self.results.get(query, []) if evaluate_domain_policy(u, policy).allowed]
-        return [
-            SearchCandidate(
-                url=url,
-                title=self.pages[url].title if url in self.pages else "",
-                provider="memory",
-                rank=rank,
-            )
-            for rank, url in enumerate(urls[:limit], start=1)
-        ]
+        self.queries.append(query)
+        if self.on_discover is not None:
+            self.on_discover(query)
+        self._enter("search")
+        try:
+            if self.clock is not None:
+                self.clock.advance(self.seconds_per_call)
+            if self.delay:
+                time.sleep(self.delay)
+            if query in self.search_errors:
+                raise self.search_errors[query]
+            urls = [u for u in self._urls_for(query) if evaluate_domain_policy(u, policy).allowed]
+            return [
+                SearchCandidate(
+                    url=url,
+                    title=self.pages[url].title if url in self.pages else "",
+                    provider="memory",
+                    rank=rank,
+                )
+                for rank, url in enumerate(urls[:limit], start=1)
+            ]
+        finally:
+            self._leave("search")
 
     def acquire(self, url: str, *, policy: SourcePolicy, max_bytes: int) -> SourceDocument:
         self.fetches.append(url)
-        decision = evaluate_domain_policy(url, policy)
-        if not decision.allowed:
-            raise AcquisitionError("blocked", decision.reason)
-        document = self.pages.get(url)
-        if document is None:
-            raise AcquisitionError("failed", "The page could not be found.", retryable=False)
-        if document.content_bytes > max_bytes:
-            raise AcquisitionError("unsupported", "The page is larger than the per-source limit.")
-        return document
+        if self.on_acquire is not None:
+            self.on_acquire(url)
+        domain = registrable_domain(hostname(url))
+        self._enter("fetch", domain)
+        try:
+            if self.clock is not None:
+                self.clock.advance(self.seconds_per_call)
+            if self.delay:
+                time.sleep(self.delay)
+            decision = evaluate_domain_policy(url, policy)
+            if not decision.allowed:
+                raise AcquisitionError("blocked", decision.reason)
+            if url in self.errors:
+                raise self.errors[url]
+            document = self.pages.get(url)
+            if document is None:
+                raise AcquisitionError("failed", "The page could not be found.", retryable=False)
+            if document.content_bytes > max_bytes:
+                raise AcquisitionError(
+                    "unsupported", "The page is larger than the per-source limit."
+                )
+            return document
+        finally:
+            self._leave("fetch", domain)
 
 
 class MemoryEvents:
@@ -224,6 +529,236 @@ class MemoryEvents:
 
     def __init__(self) -> None:
         self.events: list[ProgressEvent] = []
+        self._lock = threading.Lock()
 
     def emit(self, event: ProgressEvent) -> None:
-        self.events.append(event)
+        with self._lock:
+            self.events.append(event)
+
+    def of_type(self, kind: str) -> list[ProgressEvent]:
+        return [event for event in self.events if event.type == kind]
+
+
+# --------------------------------------------------------------------------------------------
+# A rule-based model
+# --------------------------------------------------------------------------------------------
+
+Rule = Callable[[Any], Any]
+UsageRule = Callable[[str, BaseModel], Usage]
+
+
+def default_usage(phase: str, request: BaseModel) -> Usage:
+    """One call, tokens estimated from the request, a short answer."""
+    return Usage(
+        model_calls=1, input_tokens=estimate_tokens(request.model_dump_json()), output_tokens=60
+    )
+
+
+class RuleModel:
+    """A ModelClient whose four calls follow plain functions, one per phase.
+
+    Every request is recorded in ``requests[phase]``. ``fail_next(phase, error)`` makes the
+    next call(s) of a phase raise; a rule may also return an exception to raise it. With a
+    ``clock``, every call advances it by ``seconds_per_call``.
+    """
+
+    def __init__(
+        self,
+        *,
+        plan: ResearchPlan | Rule | None = None,
+        decide: Rule | None = None,
+        extract: Rule | None = None,
+        synthesise: Rule | None = None,
+        usage: UsageRule = default_usage,
+        clock: FakeClock | None = None,
+        seconds_per_call: float = 0.0,
+    ) -> None:
+        self._plan = plan
+        self._decide = decide or (lambda brief: finish_decision("Nothing to do."))
+        self._extract = extract or first_sentence_extractor
+        self._synthesise = synthesise or cite_everything
+        self._usage = usage
+        self.clock = clock
+        self.seconds_per_call = seconds_per_call
+        self.requests: dict[str, list[Any]] = {
+            "plan": [],
+            "decide": [],
+            "extract": [],
+            "synthesise": [],
+        }
+        self.call_started_at: dict[str, list[float]] = {phase: [] for phase in self.requests}
+        self.failures: dict[str, list[ModelError]] = {}
+        self._lock = threading.Lock()
+
+    def fail_next(self, phase: str, error: ModelError, times: int = 1) -> None:
+        self.failures.setdefault(phase, []).extend([error] * times)
+
+    def _call(self, phase: str, request: BaseModel, rule: Rule) -> ModelResult[Any]:
+        with self._lock:
+            self.requests[phase].append(request)
+            if self.clock is not None:
+                self.call_started_at[phase].append(self.clock.monotonic())
+            pending = self.failures.get(phase)
+            failure = pending.pop(0) if pending else None
+        if self.clock is not None:
+            self.clock.advance(self.seconds_per_call)
+        if failure is not None:
+            raise failure
+        value = rule(request)
+        if isinstance(value, Exception):
+            raise value
+        return ModelResult(value, self._usage(phase, request))
+
+    def plan(self, request: PlanRequest) -> ModelResult[ResearchPlan]:
+        rule = self._plan
+        if isinstance(rule, ResearchPlan):
+            fixed = rule
+            return self._call("plan", request, lambda _: fixed)
+        if rule is None:
+            return self._call("plan", request, lambda r: r.previous_plan)
+        return self._call("plan", request, rule)
+
+    def decide(self, brief: ResearchBrief) -> ModelResult[ResearchDecision]:
+        return self._call("decide", brief, self._decide)
+
+    def extract(self, request: ExtractionRequest) -> ModelResult[ExtractionResult]:
+        return self._call("extract", request, self._extract)
+
+    def synthesise(self, request: SynthesisRequest) -> ModelResult[Report]:
+        return self._call("synthesise", request, self._synthesise)
+
+
+def finish_decision(rationale: str = "Done.") -> ResearchDecision:
+    return ResearchDecision(actions=[FinishAction(rationale=rationale)])
+
+
+class TopicDecider:
+    """Decides like a careful researcher working on one question at a time.
+
+    For the first question the finish gate still names: read the first unread candidate
+    whose title or snippet mentions the question's topic, else search the question's query
+    once, else move to the next question. Finish when nothing is left to do. Every decision
+    is recorded in ``briefs`` with the brief it came from.
+    """
+
+    def __init__(
+        self,
+        queries: dict[str, str],
+        topics: dict[str, str],
+        *,
+        one_question_at_a_time: bool = True,
+    ) -> None:
+        self.queries = queries
+        self.topics = topics
+        self.one_at_a_time = one_question_at_a_time
+        self.briefs: list[ResearchBrief] = []
+
+    def __call__(self, brief: ResearchBrief) -> ResearchDecision:
+        self.briefs.append(brief)
+        tried = {fingerprint_query(query).key for query in brief.recent_queries}
+        actions: list[SearchAction | ReadAction | FinishAction] = []
+        chosen: set[str] = set()
+        for question in brief.plan.questions:
+            if not any(
+                re.search(rf"\b{question.id}\b", line) for line in brief.unmet_finish_criteria
+            ):
+                continue
+            topic = self.topics.get(question.id, "").casefold()
+            unread = [
+                c
+                for c in brief.candidates
+                if c.status == "candidate"
+                and c.source_id not in chosen
+                and topic
+                and topic in f"{c.title} {c.snippet}".casefold()
+            ]
+            query = self.queries.get(question.id)
+            if unread:
+                chosen.add(unread[0].source_id)
+                actions.append(
+                    ReadAction(
+                        source_id=unread[0].source_id,
+                        question_ids=[question.id],
+                        rationale=f"Reading the best source for {question.id}.",
+                    )
+                )
+            elif query and fingerprint_query(query).key not in tried:
+                actions.append(
+                    SearchAction(
+                        query=query,
+                        question_ids=[question.id],
+                        rationale=f"Searching because {question.id} has no evidence yet.",
+                    )
+                )
+            else:
+                continue
+            if self.one_at_a_time or len(actions) == 3:
+                break
+        if not actions:
+            return finish_decision("Nothing more to do.")
+        return ResearchDecision(actions=actions)
+
+
+def first_sentence_extractor(request: ExtractionRequest) -> ExtractionResult:
+    """Quote the first sentence of the page for every question, fairly relevant."""
+    sentence = request.text.split(". ")[0].strip()
+    if not sentence:
+        return ExtractionResult()
+    return ExtractionResult(
+        evidence=[
+            EvidenceCandidate(
+                excerpt=sentence[:1000],
+                question_ids=[q.id for q in request.questions],
+                stance="supports",
+                relevance=0.8,
+                confidence=0.7,
+            )
+        ]
+    )
+
+
+class TableExtractor:
+    """Evidence candidates by page title; unknown titles fall back to the first sentence."""
+
+    def __init__(self, table: dict[str, list[EvidenceCandidate]]) -> None:
+        self.table = table
+
+    def __call__(self, request: ExtractionRequest) -> ExtractionResult:
+        if request.title in self.table:
+            return ExtractionResult(evidence=self.table[request.title])
+        return first_sentence_extractor(request)
+
+
+def cite_everything(request: SynthesisRequest) -> Report:
+    """One finding per question citing its evidence, conflicts side by side, gaps as given."""
+    sections = []
+    for question in request.plan.questions:
+        cited = [e.id for e in request.evidence if question.id in e.question_ids][:3]
+        statements = (
+            [
+                Statement(
+                    claim_id=f"{question.id}-finding",
+                    kind="finding",
+                    text=f"What the sources say about {question.id}.",
+                    evidence_ids=cited,
+                )
+            ]
+            if cited
+            else []
+        )
+        sections.append(
+            ReportSection(id=question.id, title=question.text[:300], statements=statements)
+        )
+    return Report(
+        title=request.plan.objective[:300],
+        sections=sections,
+        contradictions=[
+            ReportContradiction(
+                summary=f"Sources disagree about {item.claim_key}.",
+                evidence_ids=item.evidence_ids,
+            )
+            for item in request.contradictions
+        ],
+        gaps=list(request.gaps),
+        partial=request.partial,
+    )

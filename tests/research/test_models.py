@@ -1,3 +1,5 @@
+import uuid
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -23,6 +25,7 @@ def make_evidence(
     source: ResearchSource, evidence_hash: str = HASH_A, **fields
 ) -> ResearchEvidence:
     return ResearchEvidence.objects.create(
+        id=fields.pop("id", f"ev-{uuid.uuid4().hex[:20]}"),
         run=source.run,
         source=source,
         excerpt=fields.pop("excerpt", "2.6 million in 2023"),

@@ -1,0 +1,106 @@
+"""Background work: Dramatiq actors that take only a run id.
+
+An actor claims the run with a lease (compare-and-set), keeps the lease alive with a
+heartbeat, asks the orchestrator to advance the run as far as it can go, and releases
+the lease. Running the same message twice is harmless: the second claim fails, or the
+orchestrator finds the work already committed. Each network and model call has its own
+timeout (Dramatiq's time limit cannot interrupt a blocking socket).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import dramatiq
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from research.engine.orchestrator import Orchestrator
+from research.engine.ports import LeaseLost, SystemClock
+from research.engine.states import RunStatus, is_terminal
+from research.events import ChannelLayerEvents
+from research.leases import Heartbeat, claim_run, new_owner_id, release_lease, stale_runs
+from research.llm.factory import llm_config_from_settings, model_client_from_config
+from research.models import ResearchRun
+from research.sources import WebSourceAdapter
+from research.sources.config import sources_config_from_settings
+from research.store import DjangoStore
+
+logger = logging.getLogger(__name__)
+
+# Work that needs an execution slot (the per-user and per-deployment limits).
+_SLOT_STATUSES = (RunStatus.QUEUED, RunStatus.RESEARCHING, RunStatus.SYNTHESIZING)
+# The longest budget is 45 minutes of research; the orchestrator stops itself well before.
+_TIME_LIMIT_MS = 70 * 60 * 1000
+
+
+def build_orchestrator(*, lease_owner: str | None) -> Orchestrator:
+    """The orchestrator wired to the database, the configured model and the web."""
+    llm = llm_config_from_settings()
+    return Orchestrator(
+        store=DjangoStore(lease_owner=lease_owner),
+        model=model_client_from_config(llm),
+        sources=WebSourceAdapter(sources_config_from_settings()),
+        events=ChannelLayerEvents(),
+        clock=SystemClock(),
+        # A model endpoint may need one repair call per request; the extractive backend never does.
+        calls_per_request=2 if llm.model_configured else 1,
+    )
+
+
+@dramatiq.actor(queue_name="research", max_retries=3, min_backoff=5_000, time_limit=_TIME_LIMIT_MS)
+def advance_run(run_id: str) -> None:
+    """Advance one run as far as it can go without a person; safe to run twice."""
+    run = ResearchRun.objects.filter(pk=run_id).first()
+    if run is None or is_terminal(run.status):
+        return
+    owner = new_owner_id()
+    if not claim_run(run_id, owner, needs_slot=run.status in _SLOT_STATUSES):
+        # Held by another worker, or no slot free: the reaper and finishing runs re-send it.
+        return
+    try:
+        with Heartbeat(run_id, owner):
+            _advance_claimed(run_id, owner)
+    except LeaseLost as exc:
+        logger.info("Stopped work on run %s: %s", run_id, exc)
+    finally:
+        release_lease(run_id, owner)
+        wake_queued_runs()
+
+
+def _advance_claimed(run_id: str, owner: str) -> None:
+    orchestrator = build_orchestrator(lease_owner=owner)
+    run = ResearchRun.objects.get(pk=run_id)
+    if run.refinement_instruction and run.status in (RunStatus.PAUSED, RunStatus.AWAITING_APPROVAL):
+        orchestrator.revise_plan(run_id, run.refinement_instruction)
+        return
+    if run.status in (RunStatus.PAUSED, RunStatus.AWAITING_APPROVAL):
+        return  # waiting for a person
+    status = orchestrator.advance(run_id)
+    run.refresh_from_db()
+    if status == RunStatus.PAUSED and run.refinement_instruction:
+        # A refinement asked the run to pause at a safe point; now revise the plan.
+        orchestrator.revise_plan(run_id, run.refinement_instruction)
+
+
+def wake_queued_runs() -> None:
+    """Offer free execution slots to the longest-waiting approved runs."""
+    now = timezone.now()
+    waiting = (
+        ResearchRun.objects.filter(status=RunStatus.QUEUED)
+        .filter(Q(lease_owner="") | Q(lease_expires_at__lte=now))
+        .order_by("approved_at")
+        .values_list("pk", flat=True)[: settings.RESEARCH_MAX_ACTIVE_RUNS]
+    )
+    for pk in waiting:
+        advance_run.send(str(pk))
+
+
+def reap_once() -> list[str]:
+    """Re-send every run whose worker died or whose message was lost; returns their ids."""
+    found = stale_runs()
+    for run_id in found:
+        logger.info("Re-enqueueing run %s: its worker is gone.", run_id)
+        advance_run.send(run_id)
+    return found
