@@ -137,3 +137,8 @@ def test_model_endpoint_with_a_bad_scheme_stops_startup(tmp_path):
         "Configuration error: LLM_BASE_URL must start with http:// or https://, "
         "not 'ftp://models.internal/v1'."
     ]
+
+
+def test_migrations_match_the_models(tmp_path):
+    result = manage("makemigrations", "--check", "--dry-run", env={}, tmp_path=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
