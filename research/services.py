@@ -8,6 +8,7 @@ of overwriting. Work is handed to the background only after commit.
 
 from __future__ import annotations
 
+import math
 import secrets
 from typing import Any
 
@@ -367,7 +368,7 @@ def budget_increase(*, run: ResearchRun, factor: float = BUDGET_INCREASE_FACTOR)
     cap = deployment_budget_cap().model_dump()
     grown = current.model_dump()
     for name in _GROWING_LIMITS:
-        grown[name] = max(grown[name], min(int(grown[name] * factor), cap[name] * 2))
+        grown[name] = max(grown[name], min(math.ceil(grown[name] * factor), cap[name] * 2))
     if all(grown[name] == getattr(current, name) for name in _GROWING_LIMITS):
         raise RunActionError("This run already has the largest budget this server allows.")
     if not run_transition(

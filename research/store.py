@@ -130,8 +130,8 @@ class DjangoStore:
             fields.update(resume_phase=expected, last_error=reason[:2000])
         elif to == RunStatus.RESEARCHING:
             fields["resume_phase"] = ""
-        if to in _STOPPED or is_terminal(to):
-            fields["terminal_reason"] = reason[:200]
+        # The reason belongs to a stop; a run that moves on again has no stop reason.
+        fields["terminal_reason"] = reason[:200] if to in _STOPPED or is_terminal(to) else ""
         if is_terminal(to):
             fields["completed_at"] = now
         with self._write(run_id):

@@ -1106,13 +1106,9 @@ class Orchestrator:
             if decision.allowed:
                 unread.append((source, decision.preferred))
         candidates = [
-            CandidateSummary(
-                source_id=s.id,
-                status=s.status,
-                title=display_text(s.title, 200),
-                domain=s.domain,
-                preferred=False,
-            )
+            # A read source's title is the page's own <title>: untrusted page text the
+            # decider does not need, so only its id, status and domain are shown.
+            CandidateSummary(source_id=s.id, status=s.status, domain=s.domain, preferred=False)
             for s in fetched
         ] + [
             CandidateSummary(

@@ -122,7 +122,9 @@ class ScriptedModelClient:
             if self._fallback is None:
                 raise ModelError(f"No scripted answer is queued for the {phase} call.")
             return getattr(self._fallback, _METHODS[phase])(request)
-        value = self._resolve(phase, answer, request, schema)
+        # An invalid answer still cost a call, as it does with a real endpoint.
+        spent = self._usage or Usage(model_calls=1, input_tokens=estimate_tokens(prompt.text))
+        value = self._resolve(phase, answer, request, schema, spent)
         usage = self._usage or Usage(
             model_calls=1,
             input_tokens=estimate_tokens(prompt.text),
@@ -130,7 +132,9 @@ class ScriptedModelClient:
         )
         return ModelResult(value, usage)
 
-    def _resolve(self, phase: Phase, answer: Answer, request: BaseModel, schema: type[T]) -> T:
+    def _resolve(
+        self, phase: Phase, answer: Answer, request: BaseModel, schema: type[T], spent: Usage
+    ) -> T:
         if callable(answer) and not isinstance(answer, BaseModel | ModelError):
             answer = answer(request)
         if isinstance(answer, ModelError):
@@ -146,10 +150,13 @@ class ScriptedModelClient:
                 return parse_output(answer, schema)
         except ValidationError as error:
             raise ModelError(
-                f"The scripted {phase} answer is invalid: {describe_validation_error(error)}"
+                f"The scripted {phase} answer is invalid: {describe_validation_error(error)}",
+                usage=spent,
             ) from None
         except InvalidOutput as error:
-            raise ModelError(f"The scripted {phase} answer is invalid: {error.detail}") from None
+            raise ModelError(
+                f"The scripted {phase} answer is invalid: {error.detail}", usage=spent
+            ) from None
         raise TypeError(f"A scripted answer cannot be a {type(answer).__name__}.")
 
 

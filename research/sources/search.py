@@ -187,11 +187,16 @@ class SearchService:
         return [hit for hit in hits if evaluate_domain_policy(hit.url, policy).allowed]
 
     def _all_failed(self, errors: dict[str, SourceError]) -> SourceError:
-        details = "; ".join(f"{self._providers[n].label}: {e.reason}" for n, e in errors.items())
+        details = "; ".join(_named(self._providers[n].label, e.reason) for n, e in errors.items())
         return failed(
             f"No search provider could answer ({details}).",
             retryable=any(e.retryable for e in errors.values()),
         )
+
+
+def _named(label: str, reason: str) -> str:
+    """Prefix a provider's error with its name unless the provider already did."""
+    return reason if reason.startswith(f"{label}: ") else f"{label}: {reason}"
 
 
 def _unique(hits: list[SearchHit]) -> list[SearchHit]:
