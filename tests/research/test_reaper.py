@@ -5,6 +5,7 @@ from datetime import timedelta
 import dramatiq
 import pytest
 from django.utils import timezone
+from dramatiq.brokers.stub import StubBroker
 
 from research.actors import advance_run, reap_once
 from research.engine.ports import LeaseLost
@@ -31,7 +32,7 @@ def shutdown_flag():
 
 
 def queued_messages(broker) -> int:
-    if hasattr(broker, "queues"):  # the stub broker keeps its queues in memory
+    if isinstance(broker, StubBroker):  # keeps its queues in memory
         return broker.queues[advance_run.queue_name].qsize()
     return broker.client.llen(f"{broker.namespace}:{advance_run.queue_name}")
 
