@@ -1,3 +1,9 @@
-"""WebSocket routes. Live run progress (issue #7) adds its consumer here."""
+"""WebSocket routes: live progress of one run (see ``research.consumers``)."""
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from research.consumers import RunConsumer
+
+websocket_urlpatterns = [
+    path("ws/runs/<uuid:run_id>/", RunConsumer.as_asgi()),
+]

@@ -4,8 +4,44 @@ from research import views
 
 app_name = "research"
 
+# Parts of the workspace HTMX reloads; the plan and sharing URLs answer GET with theirs.
+_SECTIONS = ("header", "progress", "timeline", "sources", "controls")
+
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("new/", views.run_new, name="run_new"),
     path("runs/<uuid:run_id>/", views.run_detail, name="run_detail"),
+    path("runs/<uuid:run_id>/plan/", views.run_plan, name="run_plan"),
+    path("runs/<uuid:run_id>/sharing/", views.run_sharing, name="run_sharing"),
+    path("runs/<uuid:run_id>/controls/<slug:action>/", views.run_control, name="run_control"),
+    path("runs/<uuid:run_id>/report/", views.run_report, name="run_report"),
+    path("runs/<uuid:run_id>/report.md", views.report_markdown_export, name="report_markdown"),
+    path("runs/<uuid:run_id>/report.pdf", views.report_pdf_export, name="report_pdf"),
+    path(
+        "runs/<uuid:run_id>/evidence/<str:evidence_id>/",
+        views.evidence_detail,
+        name="evidence_detail",
+    ),
+    path(
+        "runs/<uuid:run_id>/sources/<uuid:source_id>/",
+        views.source_detail,
+        name="source_detail",
+    ),
+    *[
+        path(
+            f"runs/<uuid:run_id>/{section}/",
+            views.run_section,
+            {"section": section},
+            name=f"run_{section}",
+        )
+        for section in _SECTIONS
+    ],
     path("share/<str:share_token>/", views.run_shared, name="run_shared"),
+    path("share/<str:share_token>/report.md", views.shared_markdown, name="shared_markdown"),
+    path("share/<str:share_token>/report.pdf", views.shared_pdf, name="shared_pdf"),
+    path(
+        "share/<str:share_token>/evidence/<str:evidence_id>/",
+        views.shared_evidence,
+        name="shared_evidence",
+    ),
 ]

@@ -1,0 +1,426 @@
+"""A run's report with its citations resolved, as the report page and the exports show it.
+
+The stored report cites evidence ids only. ``report_document`` loads the cited evidence and
+its sources in two queries, numbers the citations (one number per source and locator, in
+order of first appearance) and returns plain data the templates render. The Markdown export
+uses the engine's own renderer; the PDF export renders the print template with WeasyPrint,
+which is never allowed to fetch anything.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.contrib.staticfiles import finders
+from django.template.loader import render_to_string
+from django.utils import timezone
+from pydantic import ValidationError
+
+from research.engine.citations import (
+    CitationIndex,
+    describe_locator,
+    escape_markdown,
+    number_citations,
+    render_markdown,
+    safe_source_url,
+)
+from research.engine.contracts import Evidence, Report, SourceSummary, Statement, Usage
+from research.forms import REPORT_TEMPLATES, template_sections
+from research.models import ResearchEvidence, ResearchRun, ResearchSource
+
+logger = logging.getLogger(__name__)
+
+EvidenceURL = Callable[[str, int | None], str]
+
+_SOURCE_FIELDS = (
+    "source__id",
+    "source__url",
+    "source__canonical_url",
+    "source__title",
+    "source__publisher",
+    "source__domain",
+    "source__published_at",
+    "source__source_class",
+    "source__status",
+    "source__kind",
+    "source__quality",
+)
+_EVIDENCE_FIELDS = (
+    "id",
+    "run_id",
+    "source_id",
+    "excerpt",
+    "locator",
+    "question_ids",
+    "stance",
+    "claim_key",
+    "normalized_value",
+    "scope",
+    "relevance_bp",
+    "confidence_bp",
+    "evidence_hash",
+)
+
+
+@dataclass(frozen=True)
+class CiteRef:
+    number: int
+    evidence_id: str
+    url: str
+
+
+@dataclass
+class StatementView:
+    text: str
+    kind: str
+    confidence: str
+    cites: list[CiteRef]
+
+
+@dataclass
+class SectionView:
+    anchor: str
+    title: str
+    statements: list[StatementView]
+
+
+@dataclass
+class ContradictionSide:
+    label: str
+    cites: list[CiteRef]
+
+
+@dataclass
+class ContradictionView:
+    summary: str
+    resolution: str | None
+    sides: list[ContradictionSide]
+
+
+@dataclass
+class GapView:
+    question: str
+    description: str
+
+
+@dataclass
+class CitationEntry:
+    """One numbered citation: the excerpt, where it is, and the source it comes from."""
+
+    number: int
+    evidence: ResearchEvidence
+    source: ResearchSource
+    locator: str
+    link: str | None
+    url: str
+    alias_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class UsageSummary:
+    searches: int
+    sources_read: int
+    evidence_items: int
+    model_calls: int
+    input_tokens: int
+    output_tokens: int
+    cost: Decimal
+    elapsed_seconds: float
+
+
+@dataclass
+class ReportDocument:
+    run: ResearchRun
+    report: Report
+    summary: list[StatementView]
+    sections: list[SectionView]
+    contradictions: list[ContradictionView]
+    gaps: list[GapView]
+    methodology: list[str]
+    citations: list[CitationEntry]
+    usage: UsageSummary
+    missing_sections: list[str]
+    template_label: str
+
+    @property
+    def extractive(self) -> bool:
+        return self.report.mode == "extractive"
+
+
+def stored_report(run: ResearchRun) -> Report | None:
+    """The run's report as the contract, or None when there is none (or it is unreadable)."""
+    if not run.report:
+        return None
+    try:
+        return Report.model_validate(run.report)
+    except ValidationError:
+        logger.warning("The stored report of run %s does not validate.", run.pk, exc_info=True)
+        return None
+
+
+def _cited_ids(report: Report) -> list[str]:
+    ids = [eid for statement in report.statements() for eid in statement.evidence_ids]
+    ids += [eid for item in report.contradictions for eid in item.evidence_ids]
+    return list(dict.fromkeys(ids))
+
+
+def evidence_contract(row: ResearchEvidence) -> Evidence | None:
+    """A stored evidence row as the engine's contract (None if the row does not validate)."""
+    try:
+        return Evidence(
+            id=row.pk,
+            run_id=str(row.run_id),
+            source_id=str(row.source_id),
+            excerpt=row.excerpt,
+            locator=row.locator,
+            question_ids=row.question_ids or [],
+            stance=row.stance,
+            claim_key=row.claim_key or None,
+            normalized_value=row.normalized_value or None,
+            scope=row.scope or {},
+            relevance_bp=row.relevance_bp,
+            confidence_bp=row.confidence_bp,
+            evidence_hash=row.evidence_hash,
+        )
+    except ValidationError:
+        return None
+
+
+def _load_cited(
+    run: ResearchRun, report: Report
+) -> tuple[dict[str, ResearchEvidence], dict[str, Evidence]]:
+    rows = (
+        ResearchEvidence.objects.filter(run=run, pk__in=_cited_ids(report))
+        .select_related("source")
+        .only(*_EVIDENCE_FIELDS, *_SOURCE_FIELDS)
+    )
+    by_id = {row.pk: row for row in rows}
+    contracts = {eid: c for eid, row in by_id.items() if (c := evidence_contract(row)) is not None}
+    return by_id, contracts
+
+
+def _cites(ids: list[str], index: CitationIndex, url: EvidenceURL) -> list[CiteRef]:
+    refs: dict[int, CiteRef] = {}
+    for evidence_id in ids:
+        number = index.number_of.get(evidence_id)
+        if number is not None and number not in refs:
+            refs[number] = CiteRef(number, evidence_id, url(evidence_id, number))
+    return list(refs.values())
+
+
+def _statement(statement: Statement, index: CitationIndex, url: EvidenceURL) -> StatementView:
+    return StatementView(
+        text=statement.text,
+        kind=statement.kind,
+        confidence=statement.confidence,
+        cites=_cites(statement.evidence_ids, index, url),
+    )
+
+
+def _sides(
+    ids: list[str], rows: dict[str, ResearchEvidence], index: CitationIndex, url: EvidenceURL
+) -> list[ContradictionSide]:
+    """Group a contradiction's evidence by the value (or stance) each item states."""
+    groups: dict[str, list[str]] = {}
+    for evidence_id in ids:
+        row = rows.get(evidence_id)
+        if row is None:
+            continue
+        key = row.normalized_value or row.get_stance_display()
+        groups.setdefault(key, []).append(evidence_id)
+    if len(groups) < 2:
+        # No stated values to tell the sides apart: each cited passage is its own side.
+        return [
+            ContradictionSide(label=f"Passage {n}", cites=[ref])
+            for n, ref in enumerate(_cites(ids, index, url), start=1)
+        ]
+    return [
+        ContradictionSide(label=value, cites=_cites(members, index, url))
+        for value, members in groups.items()
+    ]
+
+
+def usage_summary(run: ResearchRun) -> UsageSummary:
+    try:
+        usage = Usage.model_validate(run.usage or {})
+    except ValidationError:
+        usage = Usage()
+    return UsageSummary(
+        searches=usage.searches,
+        sources_read=usage.fetched_sources,
+        evidence_items=run.evidence.filter(out_of_scope=False).count(),
+        model_calls=usage.model_calls,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cost=usage.cost,
+        elapsed_seconds=usage.elapsed_seconds,
+    )
+
+
+def _missing_sections(run: ResearchRun, report: Report) -> list[str]:
+    written = {section.title.casefold() for section in report.sections}
+    wanted = list(template_sections(run.report_template))
+    wanted += [s for s in (run.plan or {}).get("deliverable", {}).get("requested_sections", [])]
+    return [s for s in dict.fromkeys(wanted) if s.casefold() not in written]
+
+
+def report_document(run: ResearchRun, *, evidence_url: EvidenceURL) -> ReportDocument | None:
+    """The run's report with every citation resolved, or None when it has no report."""
+    report = stored_report(run)
+    if report is None:
+        return None
+    rows, contracts = _load_cited(run, report)
+    index = number_citations(report, evidence=contracts)
+    questions = {q.get("id"): q.get("text", "") for q in (run.plan or {}).get("questions", [])}
+    citations = []
+    for citation in index.citations:
+        first = rows[citation.evidence_ids[0]]
+        citations.append(
+            CitationEntry(
+                number=citation.number,
+                evidence=first,
+                source=first.source,
+                locator=describe_locator(contracts[first.pk]),
+                link=safe_source_url(first.source.canonical_url or first.source.url),
+                url=evidence_url(first.pk, citation.number),
+                alias_ids=list(citation.evidence_ids[1:]),
+            )
+        )
+    template = REPORT_TEMPLATES.get(run.report_template)
+    return ReportDocument(
+        run=run,
+        report=report,
+        summary=[_statement(s, index, evidence_url) for s in report.executive_summary],
+        sections=[
+            SectionView(
+                anchor=f"section-{section.id}",
+                title=section.title,
+                statements=[_statement(s, index, evidence_url) for s in section.statements],
+            )
+            for section in report.sections
+        ],
+        contradictions=[
+            ContradictionView(
+                summary=item.summary,
+                resolution=item.resolution,
+                sides=_sides(item.evidence_ids, rows, index, evidence_url),
+            )
+            for item in report.contradictions
+        ],
+        gaps=[
+            GapView(
+                question=questions.get(gap.question_id, "") if gap.question_id else "",
+                description=gap.description,
+            )
+            for gap in report.gaps
+        ],
+        methodology=list(report.methodology),
+        citations=citations,
+        usage=usage_summary(run),
+        missing_sections=_missing_sections(run, report),
+        template_label=template.label if template else "",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Markdown
+# --------------------------------------------------------------------------------------------
+
+
+def _source_summaries(rows: dict[str, ResearchEvidence]) -> dict[str, SourceSummary]:
+    summaries: dict[str, SourceSummary] = {}
+    for row in rows.values():
+        source = row.source
+        summaries[str(source.pk)] = SourceSummary(
+            id=str(source.pk),
+            title=source.title,
+            url=source.canonical_url or source.url,
+            publisher=source.publisher or None,
+            published_at=source.published_at or None,
+            source_class=source.source_class,
+        )
+    return summaries
+
+
+def report_markdown(run: ResearchRun) -> str | None:
+    """The report as Markdown: a header with the question, mode and usage, then the report
+    with numbered citations and its sources list. None when the run has no report."""
+    report = stored_report(run)
+    if report is None:
+        return None
+    rows, contracts = _load_cited(run, report)
+    body = render_markdown(report, evidence=contracts, sources=_source_summaries(rows))
+    usage = usage_summary(run)
+    title, _, rest = body.partition("\n")
+    header = [
+        title,
+        "",
+        f"*Question:* {escape_markdown(run.question)}",
+        "",
+    ]
+    if report.mode == "extractive":
+        header += [
+            "> Extractive report: written without a language model. Every finding quotes a "
+            "verified passage of a stored source.",
+            "",
+        ]
+    header += [
+        f"*Status:* {run.get_status_display()} · *Depth:* {run.get_depth_display()} · "
+        f"*Exported:* {timezone.now():%Y-%m-%d %H:%M} UTC",
+        "",
+        f"*Usage:* {usage.searches} searches, {usage.sources_read} sources read, "
+        f"{usage.evidence_items} verified excerpts, {usage.model_calls} model calls, "
+        f"{usage.input_tokens:,} input and {usage.output_tokens:,} output tokens.",
+    ]
+    return "\n".join(header) + "\n" + rest
+
+
+# --------------------------------------------------------------------------------------------
+# PDF
+# --------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def pdf_unavailable_reason() -> str | None:
+    """Why PDF export cannot work on this server, or None when it can."""
+    try:
+        import weasyprint  # noqa: F401 - importing loads Pango, which is what may be missing
+    except ImportError:
+        return (
+            "PDF export needs the WeasyPrint package, which is not installed on this server. "
+            "Export Markdown instead, or ask the administrator to install it."
+        )
+    except OSError as exc:
+        logger.warning("WeasyPrint cannot load its system libraries: %s", exc)
+        return (
+            "PDF export needs the Pango text-layout library (Debian package libpango-1.0-0), "
+            "which is missing on this server. Export Markdown instead, or ask the "
+            "administrator to install it."
+        )
+    return None
+
+
+def _refuse_fetch(url: str, *args: object, **kwargs: object) -> None:
+    # A report is rendered from stored text only; nothing in it may make the server fetch.
+    raise ValueError(f"{url} was not loaded: PDF export fetches no resources.")
+
+
+def report_pdf(document: ReportDocument) -> bytes:
+    """The report as a PDF; raises RuntimeError when PDF export is unavailable here."""
+    reason = pdf_unavailable_reason()
+    if reason is not None:
+        raise RuntimeError(reason)
+    from weasyprint import CSS, HTML
+
+    html = render_to_string("research/report_print.html", {"doc": document})
+    stylesheet_path = finders.find("css/print.css")
+    stylesheets = (
+        [CSS(filename=stylesheet_path, url_fetcher=_refuse_fetch)] if stylesheet_path else []
+    )
+    return HTML(string=html, url_fetcher=_refuse_fetch, base_url=None).write_pdf(
+        stylesheets=stylesheets
+    )

@@ -1,0 +1,745 @@
+"""Forms of the research pages: the composer, the plan editor, controls, sharing, filters.
+
+Forms parse and check what a person typed and say what is wrong in a sentence; the
+services in ``research.services`` decide whether the run may change.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.db.models import QuerySet
+from django.forms import formset_factory
+
+from accounts.models import Membership, Team, User
+from research.engine.contracts import SOURCE_CLASSES, ResearchPlan, normalize_domain
+from research.engine.guards import budget_for
+from research.models import ResearchRun
+from research.services import INSTRUCTION_MAX_CHARS, QUESTION_MAX_CHARS
+
+DEPTH_ORDER = list(ResearchRun.Depth.values)
+MAX_DOMAINS = 50
+MAX_PLAN_QUESTIONS = 30
+
+
+@dataclass(frozen=True)
+class ReportTemplate:
+    """A kind of deliverable: the sections the report must contain, added to the plan."""
+
+    key: str
+    label: str
+    purpose: str
+    sections: tuple[str, ...]
+
+
+REPORT_TEMPLATES: dict[str, ReportTemplate] = {
+    template.key: template
+    for template in (
+        ReportTemplate(
+            "competitive_analysis",
+            "Competitive analysis",
+            "Compare products, companies or approaches against explicit criteria.",
+            ("Criteria", "Comparison matrix", "Differences and opportunities", "Conclusion"),
+        ),
+        ReportTemplate(
+            "literature_review",
+            "Literature review",
+            "Survey what published work says about a topic, and how strong it is.",
+            (
+                "Search scope",
+                "Thematic synthesis",
+                "Evidence quality and disagreements",
+                "Gaps in the literature",
+            ),
+        ),
+        ReportTemplate(
+            "due_diligence",
+            "Due diligence",
+            "Establish the facts and risks about an organisation before a decision.",
+            (
+                "Entity and scope",
+                "Key facts",
+                "Risks and gaps",
+                "Items to verify",
+                "Recommendation",
+            ),
+        ),
+        ReportTemplate(
+            "technical_evaluation",
+            "Technical evaluation",
+            "Judge technical options against requirements and plan how to validate the choice.",
+            (
+                "Requirements",
+                "Option comparison",
+                "Performance and maintenance risks",
+                "Recommendation",
+                "Validation plan",
+            ),
+        ),
+    )
+}
+
+
+def template_sections(key: str) -> tuple[str, ...]:
+    """The sections a report template requires (none for no or an unknown template)."""
+    template = REPORT_TEMPLATES.get(key)
+    return template.sections if template else ()
+
+
+def depth_allowed(depth: str) -> bool:
+    """Whether this deployment's budget cap (``RESEARCH_MAX_DEPTH``) allows ``depth``."""
+    return DEPTH_ORDER.index(depth) <= DEPTH_ORDER.index(settings.RESEARCH_MAX_DEPTH)
+
+
+def depth_options() -> list[dict[str, Any]]:
+    """Each depth with the budget it implies, for the composer's choice."""
+    options = []
+    for depth, label in ResearchRun.Depth.choices:
+        budget = budget_for(depth)
+        options.append(
+            {
+                "value": depth,
+                "label": label,
+                "budget": budget,
+                "minutes": budget.elapsed_seconds // 60,
+                "allowed": depth_allowed(depth),
+            }
+        )
+    return options
+
+
+def editable_teams(user: User) -> QuerySet[Team]:
+    """Teams the user may start research for: those where they are an owner or an editor."""
+    return Team.objects.filter(
+        memberships__user=user,
+        memberships__role__in=[Membership.Role.OWNER, Membership.Role.EDITOR],
+    ).order_by("name")
+
+
+def split_lines(text: str) -> list[str]:
+    """Non-empty, stripped lines of a textarea."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def parse_domains(text: str) -> list[str]:
+    """Domains separated by commas, spaces or lines, normalised; raises ValidationError."""
+    raw = [item for item in re.split(r"[\s,;]+", text or "") if item]
+    if len(raw) > MAX_DOMAINS:
+        raise forms.ValidationError(f"List at most {MAX_DOMAINS} domains.")
+    domains: dict[str, None] = {}
+    problems = []
+    for item in raw:
+        try:
+            domains[normalize_domain(item)] = None
+        except ValueError:
+            problems.append(item)
+    if problems:
+        listed = ", ".join(f"“{item}”" for item in problems[:5])
+        raise forms.ValidationError(
+            f"{listed} {'is not a domain name' if len(problems) == 1 else 'are not domain names'}"
+            "; write bare names like example.org or data.example.org, without http:// or a path."
+        )
+    return list(domains)
+
+
+# --------------------------------------------------------------------------------------------
+# Composer
+# --------------------------------------------------------------------------------------------
+
+
+class TeamChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Team) -> str:
+        return obj.name
+
+
+class ComposerForm(forms.Form):
+    """“New research”: the question, how deep to go, the deliverable and the sources."""
+
+    SOURCE_MODES = [
+        ("full_web", "The whole web"),
+        ("only_domains", "Only these domains"),
+        ("prefer_domains", "Prefer these domains, but allow the web"),
+    ]
+
+    question = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}),
+        max_length=QUESTION_MAX_CHARS,
+        error_messages={
+            "required": "Write the question you want researched.",
+            "max_length": f"The question is too long; keep it under {QUESTION_MAX_CHARS} "
+            "characters.",
+        },
+    )
+    depth = forms.ChoiceField(
+        choices=ResearchRun.Depth.choices,
+        initial=ResearchRun.Depth.STANDARD,
+        widget=forms.RadioSelect,
+        error_messages={"invalid_choice": "Choose quick, standard or thorough."},
+    )
+    report_template = forms.ChoiceField(
+        choices=[("", "No template")] + [(t.key, t.label) for t in REPORT_TEMPLATES.values()],
+        required=False,
+        error_messages={"invalid_choice": "Choose one of the listed report templates."},
+    )
+    source_mode = forms.ChoiceField(
+        choices=SOURCE_MODES,
+        initial="full_web",
+        widget=forms.RadioSelect,
+        error_messages={"invalid_choice": "Choose which sources the research may use."},
+    )
+    domains = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    excluded_domains = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    team = TeamChoiceField(
+        queryset=Team.objects.none(),
+        required=False,
+        empty_label="Nobody — keep it private",
+        error_messages={
+            "invalid_choice": "That team does not exist or you cannot start research for it; "
+            "choose one of your teams where you are an editor or owner."
+        },
+    )
+    visibility = forms.ChoiceField(
+        choices=ResearchRun.Visibility.choices,
+        initial=ResearchRun.Visibility.PRIVATE,
+        error_messages={"invalid_choice": "Choose who may see this research."},
+    )
+    client_request_id = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = editable_teams(user)
+        if not depth_allowed(self.fields["depth"].initial):
+            self.fields["depth"].initial = settings.RESEARCH_MAX_DEPTH
+
+    def clean_question(self) -> str:
+        question = self.cleaned_data["question"].strip()
+        if not question:
+            raise forms.ValidationError("Write the question you want researched.")
+        return question
+
+    def clean_depth(self) -> str:
+        depth = self.cleaned_data["depth"]
+        if not depth_allowed(depth):
+            cap = ResearchRun.Depth(settings.RESEARCH_MAX_DEPTH).label.lower()
+            raise forms.ValidationError(
+                f"This server caps research at the {cap} budget; choose a smaller depth."
+            )
+        return depth
+
+    def clean_domains(self) -> list[str]:
+        return parse_domains(self.cleaned_data["domains"])
+
+    def clean_excluded_domains(self) -> list[str]:
+        return parse_domains(self.cleaned_data["excluded_domains"])
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        mode = data.get("source_mode")
+        if mode in ("only_domains", "prefer_domains") and data.get("domains") == []:
+            self.add_error("domains", "List at least one domain for this source setting.")
+        visibility = data.get("visibility")
+        shared = visibility and visibility != ResearchRun.Visibility.PRIVATE
+        if shared and not data.get("team") and "team" not in self.errors:
+            self.add_error("team", "Choose the team to share this research with.")
+        return data
+
+    def source_policy(self) -> dict[str, Any]:
+        """The run's source policy (``SourcePolicy`` contract) from the cleaned form."""
+        mode = self.cleaned_data["source_mode"]
+        return {
+            "mode": mode,
+            "domains": self.cleaned_data["domains"] if mode != "full_web" else [],
+            "excluded_domains": self.cleaned_data["excluded_domains"],
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Plan editor
+# --------------------------------------------------------------------------------------------
+
+
+class PlanForm(forms.Form):
+    """The plan's own fields; its questions are a formset of :class:`QuestionForm`."""
+
+    plan_version = forms.IntegerField(widget=forms.HiddenInput, min_value=0)
+    # The plan the editor started from, so a refused stale edit can say what changed since.
+    base_plan = forms.CharField(widget=forms.HiddenInput, required=False)
+    objective = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        max_length=4000,
+        error_messages={"required": "The plan needs an objective."},
+    )
+    audience = forms.CharField(required=False, max_length=500)
+    assumptions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    included_topics = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    excluded_topics = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    geographies = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 1}))
+    timeframe_start = forms.CharField(required=False, max_length=20)
+    timeframe_end = forms.CharField(required=False, max_length=20)
+    sections = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
+    decision_or_outcome = forms.CharField(required=False, max_length=1000)
+    contradictions_allowed = forms.BooleanField(required=False)
+
+    _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+
+    def _lines(self, name: str) -> list[str]:
+        lines = split_lines(self.cleaned_data.get(name, ""))
+        too_long = [line for line in lines if len(line) > 500]
+        if too_long:
+            raise forms.ValidationError("Keep each line under 500 characters.")
+        return lines
+
+    def clean_assumptions(self) -> list[str]:
+        return self._lines("assumptions")
+
+    def clean_included_topics(self) -> list[str]:
+        return self._lines("included_topics")
+
+    def clean_excluded_topics(self) -> list[str]:
+        return self._lines("excluded_topics")
+
+    def clean_geographies(self) -> list[str]:
+        return self._lines("geographies")
+
+    def clean_sections(self) -> list[str]:
+        return self._lines("sections")
+
+    def _date(self, name: str) -> str:
+        value = self.cleaned_data.get(name, "").strip()
+        if value and not self._DATE.match(value):
+            raise forms.ValidationError("Write a year (2024), a month (2024-03) or a date.")
+        return value
+
+    def clean_timeframe_start(self) -> str:
+        return self._date("timeframe_start")
+
+    def clean_timeframe_end(self) -> str:
+        return self._date("timeframe_end")
+
+    def clean_base_plan(self) -> dict[str, Any] | None:
+        raw = self.cleaned_data.get("base_plan") or ""
+        try:
+            value = json.loads(raw) if raw else None
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+
+
+class QuestionForm(forms.Form):
+    PRIORITIES = [("required", "Required"), ("supporting", "Supporting")]
+
+    id = forms.CharField(widget=forms.HiddenInput, required=False, max_length=64)
+    text = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        max_length=1000,
+        error_messages={"required": "Write the sub-question, or remove it."},
+    )
+    priority = forms.ChoiceField(choices=PRIORITIES, initial="required")
+    requires_primary = forms.BooleanField(required=False)
+    rationale = forms.CharField(widget=forms.HiddenInput, required=False)
+    preferred_source_classes = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    def clean_preferred_source_classes(self) -> list[str]:
+        raw = self.cleaned_data.get("preferred_source_classes", "")
+        return [item for item in raw.split(",") if item in SOURCE_CLASSES]
+
+
+QuestionFormSet = formset_factory(
+    QuestionForm,
+    extra=0,
+    min_num=1,
+    validate_min=True,
+    max_num=MAX_PLAN_QUESTIONS,
+    validate_max=True,
+)
+QUESTION_PREFIX = "q"
+_QUESTION_FIELDS = tuple(QuestionForm.base_fields)
+_PLAN_FIELDS = tuple(PlanForm.base_fields)
+
+
+@dataclass
+class PlanEditor:
+    """The plan form and its question formset, rendered and validated together."""
+
+    form: PlanForm
+    questions: Any  # a QuestionFormSet
+
+    def is_valid(self) -> bool:
+        form_ok = self.form.is_valid()
+        return self.questions.is_valid() and form_ok
+
+    def errors(self) -> list[str]:
+        """Every problem as a sentence, for the summary above the form."""
+        found = [str(e) for e in self.form.non_field_errors()]
+        for name, errors in self.form.errors.items():
+            if name != "__all__":
+                label = self.form.fields[name].label or name.replace("_", " ").capitalize()
+                found += [f"{label}: {error}" for error in errors]
+        found += [str(e) for e in self.questions.non_form_errors()]
+        for number, form in enumerate(self.questions.forms, start=1):
+            for errors in form.errors.values():
+                found += [f"Sub-question {number}: {error}" for error in errors]
+        return found
+
+
+def _lines_text(values: list[str] | None) -> str:
+    return "\n".join(values or [])
+
+
+def plan_initial(
+    plan: dict[str, Any], version: int, *, extra_sections: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The editor's initial values for a stored plan; ``extra_sections`` (a report template's)
+    are added to the deliverable when the plan lacks them."""
+    scope = plan.get("scope") or {}
+    timeframe = scope.get("timeframe") or {}
+    deliverable = plan.get("deliverable") or {}
+    sections = list(deliverable.get("requested_sections") or [])
+    present = {section.casefold() for section in sections}
+    sections += [s for s in extra_sections if s.casefold() not in present]
+    return {
+        "plan_version": version,
+        "base_plan": json.dumps(plan, sort_keys=True),
+        "objective": plan.get("objective", ""),
+        "audience": plan.get("audience") or "",
+        "assumptions": _lines_text(plan.get("assumptions")),
+        "included_topics": _lines_text(scope.get("included_topics")),
+        "excluded_topics": _lines_text(scope.get("excluded_topics")),
+        "geographies": _lines_text(scope.get("geographies")),
+        "timeframe_start": timeframe.get("start") or "",
+        "timeframe_end": timeframe.get("end") or "",
+        "sections": _lines_text(sections),
+        "decision_or_outcome": deliverable.get("decision_or_outcome") or "",
+        "contradictions_allowed": (plan.get("completion_criteria") or {}).get(
+            "unresolved_contradictions_allowed", True
+        ),
+    }
+
+
+def questions_initial(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    required = set((plan.get("completion_criteria") or {}).get("required_question_ids") or [])
+    rows = []
+    for question in plan.get("questions") or []:
+        priority = question.get("priority", "required")
+        if question.get("id") in required:
+            priority = "required"
+        rows.append(
+            {
+                "id": question.get("id", ""),
+                "text": question.get("text", ""),
+                "priority": priority,
+                "requires_primary": bool(question.get("requires_primary")),
+                "rationale": question.get("rationale", ""),
+                "preferred_source_classes": ",".join(
+                    question.get("preferred_source_classes") or []
+                ),
+            }
+        )
+    return rows
+
+
+def plan_editor_for(
+    plan: dict[str, Any], version: int, *, extra_sections: tuple[str, ...] = ()
+) -> PlanEditor:
+    """An unbound editor showing a stored plan."""
+    return PlanEditor(
+        form=PlanForm(initial=plan_initial(plan, version, extra_sections=extra_sections)),
+        questions=QuestionFormSet(prefix=QUESTION_PREFIX, initial=questions_initial(plan)),
+    )
+
+
+def plan_editor_bound(data: Any) -> PlanEditor:
+    """An editor bound to submitted data, ready to validate."""
+    return PlanEditor(form=PlanForm(data), questions=QuestionFormSet(data, prefix=QUESTION_PREFIX))
+
+
+def _submitted_questions(data: Any) -> list[dict[str, Any]]:
+    try:
+        count = int(data.get(f"{QUESTION_PREFIX}-TOTAL_FORMS", 0))
+    except (TypeError, ValueError):
+        count = 0
+    rows = []
+    for index in range(min(max(count, 0), MAX_PLAN_QUESTIONS + 1)):
+        row = {name: data.get(f"{QUESTION_PREFIX}-{index}-{name}", "") for name in _QUESTION_FIELDS}
+        row["requires_primary"] = bool(row["requires_primary"])
+        rows.append(row)
+    return rows
+
+
+class EditorOperation:
+    """Add, remove and move sub-questions without saving (a round trip, no JavaScript)."""
+
+    ADD = "add"
+    REMOVE = "remove"
+    UP = "up"
+    DOWN = "down"
+
+    @staticmethod
+    def parse(op: str) -> tuple[str, int] | None:
+        name, _, index = op.partition(":")
+        if name == EditorOperation.ADD:
+            return name, -1
+        if name in (EditorOperation.REMOVE, EditorOperation.UP, EditorOperation.DOWN):
+            try:
+                return name, int(index)
+            except ValueError:
+                return None
+        return None
+
+
+def plan_editor_apply(data: Any, op: tuple[str, int]) -> tuple[PlanEditor, str]:
+    """The editor with an operation applied to the submitted (unsaved) values, and a sentence
+    saying what happened."""
+    name, index = op
+    rows = _submitted_questions(data)
+    note = ""
+    if name == EditorOperation.ADD:
+        if len(rows) >= MAX_PLAN_QUESTIONS:
+            note = f"A plan has at most {MAX_PLAN_QUESTIONS} sub-questions."
+        else:
+            rows.append(
+                {
+                    "id": "",
+                    "text": "",
+                    "priority": "supporting",
+                    "requires_primary": False,
+                    "rationale": "",
+                    "preferred_source_classes": "",
+                }
+            )
+            note = "Sub-question added; write it and save the plan."
+    elif 0 <= index < len(rows):
+        if name == EditorOperation.REMOVE:
+            if len(rows) == 1:
+                note = "A plan needs at least one sub-question."
+            else:
+                rows.pop(index)
+                note = "Sub-question removed; save the plan to keep the change."
+        elif name == EditorOperation.UP and index > 0:
+            rows[index - 1], rows[index] = rows[index], rows[index - 1]
+        elif name == EditorOperation.DOWN and index < len(rows) - 1:
+            rows[index + 1], rows[index] = rows[index], rows[index + 1]
+    initial = {field: data.get(field, "") for field in _PLAN_FIELDS}
+    initial["contradictions_allowed"] = bool(data.get("contradictions_allowed"))
+    editor = PlanEditor(
+        form=PlanForm(initial=initial),
+        questions=QuestionFormSet(prefix=QUESTION_PREFIX, initial=rows),
+    )
+    return editor, note
+
+
+def _next_question_id(used: set[str]) -> str:
+    number = 1
+    while f"q{number}" in used:
+        number += 1
+    return f"q{number}"
+
+
+def plan_from_editor(editor: PlanEditor, *, current: dict[str, Any]) -> dict[str, Any]:
+    """The plan (``ResearchPlan`` JSON) a valid editor describes. Fields the editor does not
+    show are kept from ``current``."""
+    data = editor.form.cleaned_data
+    questions = []
+    used = {(form.cleaned_data.get("id") or "").strip() for form in editor.questions.forms} - {""}
+    seen: set[str] = set()
+    for form in editor.questions.forms:
+        row = form.cleaned_data
+        qid = (row.get("id") or "").strip()
+        if not qid or qid in seen or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$", qid):
+            qid = _next_question_id(used | seen)
+        seen.add(qid)
+        questions.append(
+            {
+                "id": qid,
+                "text": row["text"].strip(),
+                "priority": row["priority"],
+                "rationale": row.get("rationale") or "",
+                "preferred_source_classes": row.get("preferred_source_classes") or [],
+                "requires_primary": bool(row.get("requires_primary")),
+            }
+        )
+    timeframe = None
+    if data["timeframe_start"] or data["timeframe_end"]:
+        timeframe = {"start": data["timeframe_start"] or None, "end": data["timeframe_end"] or None}
+    deliverable = dict(current.get("deliverable") or {})
+    deliverable.update(
+        requested_sections=data["sections"],
+        decision_or_outcome=data["decision_or_outcome"].strip() or None,
+    )
+    return {
+        "schema_version": current.get("schema_version", 1),
+        "objective": data["objective"].strip(),
+        "audience": data["audience"].strip() or None,
+        "assumptions": data["assumptions"],
+        "scope": {
+            "included_topics": data["included_topics"],
+            "excluded_topics": data["excluded_topics"],
+            "timeframe": timeframe,
+            "geographies": data["geographies"],
+        },
+        "questions": questions,
+        "deliverable": deliverable,
+        "completion_criteria": {
+            "required_question_ids": [q["id"] for q in questions if q["priority"] == "required"],
+            "unresolved_contradictions_allowed": data["contradictions_allowed"],
+        },
+    }
+
+
+def plans_equal(first: dict[str, Any] | None, second: dict[str, Any] | None) -> bool:
+    """Whether two stored plans say the same thing (defaults filled in)."""
+    if first is None or second is None:
+        return first is second
+    try:
+        return ResearchPlan.model_validate(first).model_dump(
+            mode="json"
+        ) == ResearchPlan.model_validate(second).model_dump(mode="json")
+    except ValueError:
+        return False
+
+
+def _listed_changes(label: str, before: list[str], after: list[str]) -> list[str]:
+    changes = [f"{label} added: “{item}”" for item in after if item not in before]
+    changes += [f"{label} removed: “{item}”" for item in before if item not in after]
+    return changes
+
+
+def describe_plan_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What differs between two plans, as sentences for a person (newest is ``after``)."""
+    changes: list[str] = []
+    if before.get("objective") != after.get("objective"):
+        changes.append(f"Objective changed to “{after.get('objective', '')}”")
+    if (before.get("audience") or "") != (after.get("audience") or ""):
+        changes.append(f"Audience changed to “{after.get('audience') or 'not set'}”")
+    changes += _listed_changes(
+        "Assumption", before.get("assumptions") or [], after.get("assumptions") or []
+    )
+    old_scope, new_scope = before.get("scope") or {}, after.get("scope") or {}
+    for key, label in (
+        ("included_topics", "Topic in scope"),
+        ("excluded_topics", "Exclusion"),
+        ("geographies", "Geography"),
+    ):
+        changes += _listed_changes(label, old_scope.get(key) or [], new_scope.get(key) or [])
+    if (old_scope.get("timeframe") or None) != (new_scope.get("timeframe") or None):
+        frame = new_scope.get("timeframe") or {}
+        changes.append(
+            f"Timeframe changed to {frame.get('start') or 'open'} – {frame.get('end') or 'open'}"
+        )
+    old_questions = {q["id"]: q for q in before.get("questions") or []}
+    new_questions = {q["id"]: q for q in after.get("questions") or []}
+    for qid, question in new_questions.items():
+        previous = old_questions.get(qid)
+        if previous is None:
+            changes.append(f"Sub-question added: “{question['text']}”")
+        elif previous.get("text") != question.get("text"):
+            changes.append(f"Sub-question reworded: “{question['text']}”")
+        elif previous.get("priority") != question.get("priority"):
+            changes.append(f"Sub-question now {question.get('priority')}: “{question['text']}”")
+    for qid, question in old_questions.items():
+        if qid not in new_questions:
+            changes.append(f"Sub-question removed: “{question['text']}”")
+    common = [qid for qid in new_questions if qid in old_questions]
+    if common != [qid for qid in old_questions if qid in new_questions]:
+        changes.append("Sub-questions were reordered")
+    changes += _listed_changes(
+        "Report section",
+        (before.get("deliverable") or {}).get("requested_sections") or [],
+        (after.get("deliverable") or {}).get("requested_sections") or [],
+    )
+    return changes
+
+
+# --------------------------------------------------------------------------------------------
+# Controls, sharing and the dashboard filters
+# --------------------------------------------------------------------------------------------
+
+
+class RefineForm(forms.Form):
+    instruction = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        max_length=INSTRUCTION_MAX_CHARS,
+        error_messages={
+            "required": "Say how the research should change.",
+            "max_length": f"The instruction is too long; keep it under {INSTRUCTION_MAX_CHARS} "
+            "characters.",
+        },
+    )
+
+
+class SharingForm(forms.Form):
+    visibility = forms.ChoiceField(
+        choices=ResearchRun.Visibility.choices,
+        error_messages={"invalid_choice": "Choose who may see this research."},
+    )
+    team = TeamChoiceField(
+        queryset=Team.objects.none(),
+        required=False,
+        empty_label="No team",
+        error_messages={"invalid_choice": "Choose a team the run's owner belongs to."},
+    )
+
+    def __init__(self, *args: Any, run: ResearchRun, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = Team.objects.filter(
+            memberships__user_id=run.owner_id
+        ).order_by("name")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("visibility") == ResearchRun.Visibility.PRIVATE:
+            data["team"] = None
+        elif data.get("visibility") and not data.get("team") and "team" not in self.errors:
+            self.add_error("team", "Choose the team to share this research with.")
+        return data
+
+
+STATUS_GROUPS: dict[str, tuple[str, list[str]]] = {
+    "active": (
+        "In progress",
+        ["created", "planning", "queued", "researching", "synthesizing"],
+    ),
+    "awaiting_approval": ("Awaiting approval", ["awaiting_approval"]),
+    "paused": ("Paused", ["paused"]),
+    "completed": ("Completed", ["completed"]),
+    "budget_exhausted": ("Partial (budget used up)", ["budget_exhausted"]),
+    "failed": ("Failed", ["failed"]),
+    "cancelled": ("Cancelled", ["cancelled"]),
+}
+
+
+class DashboardFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200)
+    status = forms.ChoiceField(
+        required=False,
+        choices=[("", "Any status")] + [(k, label) for k, (label, _) in STATUS_GROUPS.items()],
+    )
+    team = forms.ChoiceField(required=False)
+    mine = forms.BooleanField(required=False)
+
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._user_id = user.pk
+        teams = Team.objects.filter(memberships__user=user).order_by("name")
+        self.fields["team"].choices = [("", "Any team")] + [
+            (str(team.pk), team.name) for team in teams
+        ]
+
+    def filter(self, runs: QuerySet[ResearchRun]) -> QuerySet[ResearchRun]:
+        """``runs`` narrowed by the valid filters (invalid ones are ignored)."""
+        self.is_valid()  # cleaned_data then holds only the fields that are valid
+        data = self.cleaned_data
+        if data.get("q", "").strip():
+            runs = runs.filter(question__icontains=data["q"].strip())
+        if data.get("status"):
+            runs = runs.filter(status__in=STATUS_GROUPS[data["status"]][1])
+        if data.get("team"):
+            runs = runs.filter(team_id=int(data["team"]))
+        if data.get("mine"):
+            runs = runs.filter(owner_id=self._user_id)
+        return runs

@@ -1,0 +1,111 @@
+"""Template filters for research pages: sanitised text, safe links, durations, labels.
+
+Everything a model wrote and everything taken from a source (titles, publishers, excerpts,
+step summaries) goes through ``clean`` before it reaches a page: markup is removed by nh3,
+invisible direction-changing characters are dropped, and what is left is escaped.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import nh3
+from django import template
+from django.utils.safestring import SafeString, mark_safe
+
+from research.engine.citations import safe_source_url
+from research.engine.states import RunStatus
+
+register = template.Library()
+
+# Control characters (except tab and newline) and the bidirectional overrides and isolates
+# that can make text read differently from what it is ("Trojan source").
+_INVISIBLE = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069\u200b\u200e\u200f\ufeff]"
+)
+
+
+def clean_text(value: Any) -> str:
+    """Plain text with markup and invisible control characters removed, HTML-escaped."""
+    if value is None:
+        return ""
+    text = _INVISIBLE.sub("", str(value))
+    cleaned = nh3.clean(text, tags=set(), attributes={}, strip_comments=True)
+    # nh3 escapes text for element content; escape quotes too so the result is also safe
+    # inside an attribute value.
+    return cleaned.replace('"', "&quot;").replace("'", "&#x27;")
+
+
+@register.filter(name="clean")
+def clean(value: Any) -> SafeString:
+    """``{{ source.title|clean }}``: untrusted text made safe to show."""
+    return mark_safe(clean_text(value))  # noqa: S308 - clean_text escapes everything it keeps
+
+
+@register.filter
+def source_url(value: Any) -> str:
+    """The http(s) URL to link a source by, or "" when the address may not be linked."""
+    return safe_source_url(str(value) if value else None) or ""
+
+
+@register.filter
+def duration(seconds: Any) -> str:
+    """``75`` → "1 min 15 s"; whole hours and minutes for long spans."""
+    try:
+        exact = float(seconds)
+    except (TypeError, ValueError):
+        return ""
+    if 0 < exact < 1:
+        return "under 1 s"
+    total = int(round(exact))
+    hours, rest = divmod(max(total, 0), 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    if minutes:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    return f"{secs} s"
+
+
+@register.filter
+def thousands(value: Any) -> str:
+    """``250000`` → "250,000"."""
+    try:
+        return f"{int(value):,}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def label(value: Any) -> str:
+    """``reputable_secondary`` → "reputable secondary"."""
+    return str(value or "").replace("_", " ")
+
+
+@register.filter
+def get(mapping: Any, key: Any) -> Any:
+    """``{{ counts|get:status }}``: a dictionary look-up in a template."""
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None
+
+
+@register.filter
+def progress_percent(run: Any) -> int:
+    """A rough percentage for run lists: finished runs are full, research is measured
+    against its search, source and round budget."""
+    if run.status in (RunStatus.COMPLETED, RunStatus.BUDGET_EXHAUSTED):
+        return 100
+    if run.status == RunStatus.SYNTHESIZING:
+        return 90
+    if run.status not in (RunStatus.RESEARCHING, RunStatus.PAUSED, RunStatus.FAILED):
+        return 0
+    budget, usage = run.budget or {}, run.usage or {}
+    ratios = [
+        usage.get(name, 0) / budget[name]
+        for name in ("searches", "fetched_sources", "iterations")
+        if budget.get(name)
+    ]
+    return min(85, round(100 * max(ratios, default=0)))

@@ -1,0 +1,246 @@
+"""The whole product in a real browser: Debian's Chromium driven by Playwright against the
+app served by Daphne (embedded worker, extractive backend) searching the frozen local web.
+
+Skipped, with the reason, when Playwright or Chromium is not installed. Screenshots of the
+plan, the live timeline and the report are written to tests/web/artifacts/.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.fixtures.frozen_web.server import FrozenWeb, serve_frozen_web
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+PASSWORD = "browser-test-password-123"
+# Headless Chromium with everything that would phone home switched off.
+CHROMIUM_ARGS = [
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-default-apps",
+    "--disable-sync",
+    "--disable-client-side-phishing-detection",
+    "--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication",
+    "--metrics-recording-only",
+    "--no-first-run",
+    "--no-default-browser-check",
+]
+QUESTION = "How did ridership on the Harwick Metro Line 3 extension compare with forecasts?"
+NEW_QUESTION = "What did the transit authority say about how the forecast was made?"
+
+
+def chromium_path() -> str | None:
+    for candidate in (
+        os.environ.get("CHROMIUM_PATH"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser_executable() -> str:
+    pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
+    path = chromium_path()
+    if path is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def server_env(web: FrozenWeb, data_dir: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}
+        and not k.startswith("LLM_")  # the extractive backend: no model
+    }
+    settings = web.django_settings()
+    env.update(
+        DATA_DIR=str(data_dir),
+        DEMO_PASSWORD=PASSWORD,
+        RESEARCH_FETCH_ALLOWED_HOSTS=",".join(settings["RESEARCH_FETCH_ALLOWED_HOSTS"]),
+        RESEARCH_FETCH_STATIC_HOSTS=",".join(settings["RESEARCH_FETCH_STATIC_HOSTS"]),
+        RESEARCH_SEARCH_PROVIDERS="searxng",
+        SEARXNG_URL=settings["SEARXNG_URL"],
+        RESEARCH_FETCH_DOMAIN_INTERVAL="0",
+        RESEARCH_SEARCH_PROVIDER_INTERVAL="0",
+    )
+    return env
+
+
+@pytest.fixture(scope="module")
+def served_app(browser_executable, tmp_path_factory) -> Iterator[str]:
+    """Daphne on a free port with its embedded worker, pointed at the frozen web."""
+    data_dir = tmp_path_factory.mktemp("browser-app")
+    with serve_frozen_web() as web:
+        env = server_env(web, data_dir)
+        for command in (["migrate", "--noinput", "-v0"], ["ensure_demo_account"]):
+            subprocess.run(
+                [sys.executable, "manage.py", *command],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                capture_output=True,
+            )
+        port = free_port()
+        log_path = data_dir / "server.log"
+        with log_path.open("w") as log:
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    "127.0.0.1",
+                    "-p",
+                    str(port),
+                    "config.asgi:application",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            base = f"http://127.0.0.1:{port}"
+            try:
+                _wait_until_serving(base, process, log_path)
+                yield base
+            finally:
+                process.terminate()
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+
+
+def _wait_until_serving(base: str, process: subprocess.Popen, log_path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail("Daphne exited early:\n" + log_path.read_text())
+        try:
+            if httpx.get(base + "/accounts/login/", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.3)
+    pytest.fail("The app did not answer within 60 s:\n" + log_path.read_text())
+
+
+@pytest.fixture
+def page(browser_executable, served_app):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=browser_executable, headless=True, args=CHROMIUM_ARGS
+        )
+        context = browser.new_context(
+            base_url=served_app, viewport={"width": 1360, "height": 900}, accept_downloads=True
+        )
+        # Any Content-Security-Policy violation (an inline script or style) fails the test.
+        context.add_init_script(
+            "document.addEventListener('securitypolicyviolation', e => "
+            "console.error('CSP violation: ' + e.violatedDirective + ' ' + e.sourceFile));"
+        )
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        page.console_errors = []
+        page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+        yield page
+        browser.close()
+
+
+def shot(page, name: str) -> None:
+    # caret="initial": Playwright's caret hiding would write style attributes into the page.
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True, caret="initial")
+
+
+def test_research_from_question_to_exported_report(page, tmp_path):
+    # Log in.
+    page.goto("/accounts/login/")
+    page.fill("#id_username", "demo")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/")
+
+    # Ask a question on the frozen local web.
+    page.click("text=New research")
+    page.fill("#id_question", QUESTION)
+    page.check("input[name=depth][value=quick]")
+    page.click("button:has-text('Draft the research plan')")
+    page.wait_for_url("**/runs/**")
+
+    # The plan arrives over the WebSocket; add a sub-question and approve it.
+    page.wait_for_selector("form.plan-form")
+    shot(page, "plan")
+    questions = page.locator(".question-row textarea")
+    before = questions.count()
+    page.click("button:has-text('Add a sub-question')")
+    questions.nth(before).wait_for()  # (locators, not wait_for_function: the CSP forbids eval)
+    questions.nth(before).fill(NEW_QUESTION)
+    page.evaluate("window.stillTheSamePage = true")
+    rows_before = page.locator("#run-timeline li.step").count()
+    page.click("button:has-text('Approve and start research')")
+    page.wait_for_selector("text=Plan approved")
+
+    # At least three new timeline rows appear live, without a reload.
+    page.locator("#run-timeline li.step").nth(rows_before + 2).wait_for()
+    assert page.evaluate("window.stillTheSamePage === true")
+    assert page.locator("#run-timeline").get_by_text("Searching").count() >= 1
+    shot(page, "timeline")
+
+    # The report link appears when the run completes, still without a reload.
+    page.wait_for_selector("a:has-text('Open the report')", timeout=120_000)
+    assert page.evaluate("window.stillTheSamePage === true")
+    assert page.locator("#run-plan").get_by_text(NEW_QUESTION).count() == 1  # the approved plan
+    page.click("a:has-text('Open the report')")
+
+    # Clicking a citation shows its exact excerpt and where it comes from.
+    citation = page.locator("article a.citation").first
+    citation.click()
+    panel = page.locator("#citation-panel")
+    panel.locator("blockquote.excerpt").wait_for()
+    excerpt = panel.locator("blockquote.excerpt").inner_text()
+    assert len(excerpt) > 20
+    assert panel.get_by_text("Open the original").count() == 1
+    assert panel.locator("a.source-link").get_attribute("rel") == "noopener noreferrer nofollow"
+    assert page.locator("text=Extractive report.").count() >= 1
+    shot(page, "report")
+
+    # Export Markdown.
+    with page.expect_download() as download:
+        page.click("a:has-text('Export Markdown')")
+    target = tmp_path / "report.md"
+    download.value.save_as(target)
+    markdown = target.read_text()
+    assert markdown.startswith("# ")
+    assert "*Question:* How did ridership" in markdown
+    assert "## Sources" in markdown and "[\\[1\\]]" in markdown
+    shutil.copy(target, ARTIFACTS / "report.md")
+
+    assert not [e for e in page.console_errors if "CSP violation" in e], page.console_errors
