@@ -23,7 +23,7 @@ from django.http import Http404
 
 from research.access import run_get_for_user
 from research.engine.states import is_terminal
-from research.events import run_group
+from research.events import register_server_loop, run_group
 from research.models import ResearchRun, ResearchSource, ResearchStep
 from research.views import live_fragments, run_shape
 
@@ -50,6 +50,7 @@ class RunConsumer(AsyncWebsocketConsumer):
     safety_check_seconds = 5.0
 
     async def connect(self) -> None:
+        register_server_loop(asyncio.get_running_loop())
         self.run_id = str(self.scope["url_route"]["kwargs"]["run_id"])
         self.user = self.scope.get("user") or AnonymousUser()
         self.group = run_group(self.run_id)

@@ -7,13 +7,24 @@ A failing channel layer never fails a run: the event is logged and dropped.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from pydantic import BaseModel
 
 logger = logging.getLogger(__name__)
+
+# The event loop of the ASGI server in this process, recorded by the WebSocket consumer.
+# The in-memory layer's queues belong to that loop, so worker threads (the embedded mode)
+# must hand their sends to it instead of running them on a loop of their own.
+_server_loop: asyncio.AbstractEventLoop | None = None
+
+
+def register_server_loop(loop: asyncio.AbstractEventLoop | None) -> None:
+    global _server_loop
+    _server_loop = loop
 
 
 def run_group(run_id: object) -> str:
@@ -29,10 +40,22 @@ class ChannelLayerEvents:
 
     def emit(self, event: BaseModel) -> None:
         payload = event.model_dump(mode="json")
+        message = {"type": "run.event", "event": payload}
+        group = run_group(payload["run_id"])
         try:
-            async_to_sync(self.layer.group_send)(
-                run_group(payload["run_id"]), {"type": "run.event", "event": payload}
-            )
+            loop = _server_loop
+            if (
+                isinstance(self.layer, InMemoryChannelLayer)
+                and loop is not None
+                and loop.is_running()
+                and not loop.is_closed()
+            ):
+                future = asyncio.run_coroutine_threadsafe(
+                    self.layer.group_send(group, message), loop
+                )
+                future.result(timeout=5)
+            else:
+                async_to_sync(self.layer.group_send)(group, message)
         except Exception:  # progress display must never break research
             logger.warning(
                 "Could not publish a progress event for run %s.",

@@ -34,3 +34,31 @@ def test_a_broken_layer_does_not_raise(monkeypatch):
 
     monkeypatch.setattr(sink.layer, "group_send", explode)
     sink.emit(PhaseChanged(run_id="r1", phase="searching", status="researching"))
+
+
+def test_worker_threads_hand_in_memory_sends_to_the_server_loop():
+    """In the embedded mode the in-memory layer's queues belong to the server's loop."""
+    import asyncio
+    import threading
+
+    from channels.layers import InMemoryChannelLayer
+
+    from research import events
+
+    layer = InMemoryChannelLayer()
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        events.register_server_loop(loop)
+        channel = asyncio.run_coroutine_threadsafe(layer.new_channel(), loop).result(2)
+        asyncio.run_coroutine_threadsafe(layer.group_add(run_group("r9"), channel), loop).result(2)
+        sink = ChannelLayerEvents()
+        sink.layer = layer
+        sink.emit(PhaseChanged(run_id="r9", phase="searching", status="researching"))
+        message = asyncio.run_coroutine_threadsafe(layer.receive(channel), loop).result(2)
+        assert message["event"]["run_id"] == "r9"
+    finally:
+        events.register_server_loop(None)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(2)
