@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import secrets
+import uuid
 from typing import Any
 
 from django.conf import settings
@@ -29,7 +30,7 @@ from research.engine.states import (
     resume_target,
     retry_target,
 )
-from research.models import ResearchRun, ResearchStep
+from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
 
 QUESTION_MAX_CHARS = 4000
 INSTRUCTION_MAX_CHARS = 2000
@@ -309,6 +310,7 @@ def run_refine(*, run: ResearchRun, instruction: str, user: User) -> ResearchRun
             resume_phase=RunStatus.PLANNING,
             refinement_instruction=instruction,
         )
+        _carry_over_evidence(parent=run, child=child)
         _enqueue_advance(child.pk)
         return child
     if run.status not in (RunStatus.AWAITING_APPROVAL, RunStatus.PAUSED, RunStatus.RESEARCHING):
@@ -323,6 +325,55 @@ def run_refine(*, run: ResearchRun, instruction: str, user: User) -> ResearchRun
         # Nobody is working on it: revise the plan straight away in the background.
         _enqueue_advance(run.pk)
     return run
+
+
+def _carry_over_evidence(*, parent: ResearchRun, child: ResearchRun) -> int:
+    """Give a follow-up run the parent's acquired sources and verified evidence.
+
+    Copies, not links: each run owns its rows, evidence ids and hashes are re-derived for
+    the new run (they include the run id), and the snapshots come along so every excerpt
+    still verifies at its stored offsets. Returns how many excerpts were carried over.
+    """
+    from research.engine.ledger import evidence_hash, evidence_id_for
+
+    kept = (ResearchSource.Status.FETCHED, ResearchSource.Status.DUPLICATE)
+    new_ids: dict[Any, Any] = {}
+    sources = list(
+        ResearchSource.objects.filter(run=parent, status__in=kept).order_by("created_at")
+    )
+    for source in sources:
+        old_id = source.pk
+        source.pk = None
+        source.id = uuid.uuid4()
+        source.run = child
+        source.discovered_by_step = None
+        source.duplicate_of_id = new_ids.get(source.duplicate_of_id)
+        source._state.adding = True
+        source.save()
+        new_ids[old_id] = source.pk
+    copied = 0
+    for item in ResearchEvidence.objects.filter(
+        run=parent, out_of_scope=False, source_id__in=new_ids
+    ):
+        source_id = new_ids[item.source_id]
+        digest = evidence_hash(str(child.pk), str(source_id), item.excerpt, item.claim_key or None)
+        ResearchEvidence.objects.create(
+            id=evidence_id_for(digest),
+            run=child,
+            source_id=source_id,
+            question_ids=item.question_ids,
+            excerpt=item.excerpt,
+            locator=item.locator,
+            claim_key=item.claim_key,
+            stance=item.stance,
+            normalized_value=item.normalized_value,
+            scope=item.scope,
+            relevance_bp=item.relevance_bp,
+            confidence_bp=item.confidence_bp,
+            evidence_hash=digest,
+        )
+        copied += 1
+    return copied
 
 
 @transaction.atomic

@@ -92,3 +92,40 @@ def test_a_run_held_by_another_worker_is_left_alone(owner, frozen_settings):
     run.refresh_from_db()
     assert run.status == "created"
     assert not ResearchStep.objects.filter(run=run).exists()
+
+
+def test_research_further_carries_verified_evidence_into_the_new_run(owner, frozen_settings):
+    run = run_to_approval(owner)
+    services.plan_approve(run=run, expected_version=1)
+    advance_run(str(run.pk))
+    run.refresh_from_db()
+    assert run.status in ("completed", "budget_exhausted")
+    if run.status != "completed":
+        pytest.skip("the quick extractive run stopped early; nothing to refine")
+
+    child = services.run_refine(run=run, instruction="Also compare with the forecast", user=owner)
+    parent_evidence = ResearchEvidence.objects.filter(run=run, out_of_scope=False).count()
+    carried = ResearchEvidence.objects.filter(run=child).select_related("source")
+    assert carried.count() == parent_evidence
+    for item in carried:
+        assert item.source.run_id == child.pk
+        text = item.source.snapshot_text[item.locator["start"] : item.locator["end"]]
+        assert normalize_for_matching(text) == normalize_for_matching(item.excerpt)
+    assert not set(carried.values_list("pk", flat=True)) & set(
+        ResearchEvidence.objects.filter(run=run).values_list("pk", flat=True)
+    )
+
+    advance_run(str(child.pk))  # revise the plan with the instruction
+    child.refresh_from_db()
+    assert child.status == "awaiting_approval", child.last_error
+    services.plan_approve(run=child, expected_version=child.plan_version)
+    advance_run(str(child.pk))
+    child.refresh_from_db()
+    assert child.status in ("completed", "budget_exhausted"), child.last_error
+    cited = {
+        evidence_id
+        for section in child.report["sections"]
+        for statement in section["statements"]
+        for evidence_id in statement["evidence_ids"]
+    }
+    assert cited <= set(ResearchEvidence.objects.filter(run=child).values_list("pk", flat=True))
