@@ -284,6 +284,14 @@ class PlanForm(forms.Form):
     sections = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
     decision_or_outcome = forms.CharField(required=False, max_length=1000)
     contradictions_allowed = forms.BooleanField(required=False)
+    # The run's source controls, editable until the plan is approved.
+    source_mode = forms.ChoiceField(
+        choices=ComposerForm.SOURCE_MODES,
+        required=False,
+        error_messages={"invalid_choice": "Choose which sources the research may use."},
+    )
+    domains = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    excluded_domains = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
     _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
@@ -296,6 +304,25 @@ class PlanForm(forms.Form):
 
     def clean_assumptions(self) -> list[str]:
         return self._lines("assumptions")
+
+    def clean_domains(self) -> list[str]:
+        return parse_domains(self.cleaned_data["domains"])
+
+    def clean_excluded_domains(self) -> list[str]:
+        return parse_domains(self.cleaned_data["excluded_domains"])
+
+    def source_policy(self) -> dict[str, Any] | None:
+        """The edited source policy, or None when the form did not include the controls."""
+        mode = self.cleaned_data.get("source_mode")
+        if not mode:
+            return None
+        if mode != "full_web" and not self.cleaned_data.get("domains"):
+            raise forms.ValidationError("List at least one domain for this source setting.")
+        return {
+            "mode": mode,
+            "domains": self.cleaned_data["domains"] if mode != "full_web" else [],
+            "excluded_domains": self.cleaned_data["excluded_domains"],
+        }
 
     def clean_included_topics(self) -> list[str]:
         return self._lines("included_topics")
@@ -392,7 +419,11 @@ def _lines_text(values: list[str] | None) -> str:
 
 
 def plan_initial(
-    plan: dict[str, Any], version: int, *, extra_sections: tuple[str, ...] = ()
+    plan: dict[str, Any],
+    version: int,
+    *,
+    extra_sections: tuple[str, ...] = (),
+    policy: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The editor's initial values for a stored plan; ``extra_sections`` (a report template's)
     are added to the deliverable when the plan lacks them."""
@@ -418,6 +449,9 @@ def plan_initial(
         "contradictions_allowed": (plan.get("completion_criteria") or {}).get(
             "unresolved_contradictions_allowed", True
         ),
+        "source_mode": (policy or {}).get("mode", "full_web"),
+        "domains": _lines_text((policy or {}).get("domains")),
+        "excluded_domains": _lines_text((policy or {}).get("excluded_domains")),
     }
 
 
@@ -444,11 +478,17 @@ def questions_initial(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def plan_editor_for(
-    plan: dict[str, Any], version: int, *, extra_sections: tuple[str, ...] = ()
+    plan: dict[str, Any],
+    version: int,
+    *,
+    extra_sections: tuple[str, ...] = (),
+    policy: dict[str, Any] | None = None,
 ) -> PlanEditor:
-    """An unbound editor showing a stored plan."""
+    """An unbound editor showing a stored plan and the run's source policy."""
     return PlanEditor(
-        form=PlanForm(initial=plan_initial(plan, version, extra_sections=extra_sections)),
+        form=PlanForm(
+            initial=plan_initial(plan, version, extra_sections=extra_sections, policy=policy)
+        ),
         questions=QuestionFormSet(prefix=QUESTION_PREFIX, initial=questions_initial(plan)),
     )
 

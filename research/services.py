@@ -177,18 +177,35 @@ def run_create(
 
 
 @transaction.atomic
-def plan_update(*, run: ResearchRun, plan: dict, expected_version: int) -> ResearchRun:
-    """Save an edited plan as a new version; refused when it was based on an old version."""
+def plan_update(
+    *,
+    run: ResearchRun,
+    plan: dict,
+    expected_version: int,
+    source_policy: dict | None = None,
+) -> ResearchRun:
+    """Save an edited plan (and, when given, source policy) as a new version; refused when
+    the edit was based on an old version. The policy may change only before approval."""
     try:
         validated = ResearchPlan.model_validate(plan)
     except PydanticValidationError as exc:
         raise RunActionError(f"The plan is not valid: {_validation_sentence(exc)}.") from None
+    fields: dict[str, Any] = {}
+    if source_policy is not None:
+        try:
+            policy = SourcePolicy.model_validate(source_policy)
+        except PydanticValidationError as exc:
+            raise RunActionError(
+                f"The source controls are not valid: {_validation_sentence(exc)}."
+            ) from None
+        fields["source_policy"] = policy.model_dump(mode="json")
     updated = ResearchRun.objects.filter(
         pk=run.pk, status=RunStatus.AWAITING_APPROVAL, plan_version=expected_version
     ).update(
         plan=validated.model_dump(mode="json"),
         plan_version=F("plan_version") + 1,
         updated_at=timezone.now(),
+        **fields,
     )
     run.refresh_from_db()
     if updated == 1:

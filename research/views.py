@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser
@@ -33,6 +34,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
+from pydantic import ValidationError as PydanticValidationError
 
 from accounts.models import User
 from research import services
@@ -417,7 +419,10 @@ def plan_context(
     editable = run.status == RunStatus.AWAITING_APPROVAL and can_edit_run(request.user, run)
     if editable and editor is None and run.plan:
         editor = plan_editor_for(
-            run.plan, run.plan_version, extra_sections=template_sections(run.report_template)
+            run.plan,
+            run.plan_version,
+            extra_sections=template_sections(run.report_template),
+            policy=run.source_policy,
         )
     plan = run.plan or {}
     required = set((plan.get("completion_criteria") or {}).get("required_question_ids") or [])
@@ -584,9 +589,19 @@ def _plan_save(run: ResearchRun, editor: PlanEditor, *, approve: bool) -> tuple[
     Approving therefore always approves exactly what the person saw in the form."""
     version = editor.form.cleaned_data["plan_version"]
     plan = plan_from_editor(editor, current=run.plan or {})
-    changed = not plans_equal(plan, run.plan)
+    try:
+        policy = editor.form.source_policy()
+    except forms.ValidationError as exc:
+        raise RunActionError(" ".join(exc.messages)) from None
+    policy_changed = policy is not None and not policies_equal(policy, run.source_policy)
+    changed = policy_changed or not plans_equal(plan, run.plan)
     if changed:
-        run = services.plan_update(run=run, plan=plan, expected_version=version)
+        run = services.plan_update(
+            run=run,
+            plan=plan,
+            expected_version=version,
+            source_policy=policy if policy_changed else None,
+        )
         version = run.plan_version
     if approve:
         run = services.plan_approve(run=run, expected_version=version)
@@ -887,3 +902,13 @@ def shared_markdown(request: HttpRequest, share_token: str) -> HttpResponse:
 def shared_pdf(request: HttpRequest, share_token: str) -> HttpResponse:
     run = run_get_by_share_token(share_token)
     return _pdf_response(request, run, back_url=reverse("research:run_shared", args=[share_token]))
+
+
+def policies_equal(first: dict[str, Any], second: dict[str, Any] | None) -> bool:
+    """Whether two source policies say the same thing (domains normalised, defaults filled)."""
+    try:
+        return SourcePolicy.model_validate(first).model_dump() == SourcePolicy.model_validate(
+            second or {}
+        ).model_dump()
+    except PydanticValidationError:
+        return False

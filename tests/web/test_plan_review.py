@@ -258,3 +258,34 @@ def test_report_template_sections_are_saved_when_the_plan_is_approved(run, clien
         "Items to verify",
         "Recommendation",
     ]
+
+
+def test_source_policy_is_editable_until_approval_and_saved_as_a_new_version(run, client_for):
+    response = client_for(run.owner).post(
+        plan_url(run),
+        form_data(run, source_mode="only_domains", domains="Stats.example.org\niea.org"),
+    )
+    assert response.status_code in (200, 302)
+    run.refresh_from_db()
+    assert run.plan_version == 2
+    assert run.source_policy["mode"] == "only_domains"
+    assert run.source_policy["domains"] == ["stats.example.org", "iea.org"]
+
+
+def test_a_malformed_domain_in_plan_review_is_refused_and_changes_nothing(run, client_for):
+    run.refresh_from_db()
+    before = (run.plan_version, run.source_policy)
+    response = client_for(run.owner).post(
+        plan_url(run), form_data(run, source_mode="prefer_domains", domains="not a domain!")
+    )
+    assert response.status_code == 422
+    assert "domain" in response.content.decode().lower()
+    run.refresh_from_db()
+    assert (run.plan_version, run.source_policy) == before
+
+
+def test_only_domains_without_domains_is_refused(run, client_for):
+    response = client_for(run.owner).post(plan_url(run), form_data(run, source_mode="only_domains"))
+    assert "at least one domain" in response.content.decode()
+    run.refresh_from_db()
+    assert run.plan_version == 1
