@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lint bench worker
+.PHONY: run test install lint bench evals worker
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.11 or newer is needed and none was found on PATH."; exit 1; }
@@ -33,7 +33,12 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python evals/bench_engine.py
-	$(BIN)/python evals/bench_sources.py
+	$(BIN)/python -m evals.bench
+
+# The frozen-corpus research benchmark with its gates (see docs/evaluation.md).
+evals: $(STAMP)
+	$(BIN)/python -m evals run --backend extractive
+	$(BIN)/python -m evals run --backend scripted
 
 # Production-style background worker (needs REDIS_URL; see docs/deployment.md).
 worker: $(STAMP)

@@ -276,4 +276,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
+    # bm25s turns its own logger to DEBUG on import; one line per extraction is noise.
+    "loggers": {"bm25s": {"level": "WARNING"}},
 }

@@ -5,6 +5,7 @@ evidence excerpt, cited by its evidence id. Near-identical excerpts from differe
 become one finding citing all of them; questions without evidence become stated gaps.
 """
 
+import re
 from collections import defaultdict
 
 from research.engine.contracts import (
@@ -59,13 +60,26 @@ def _confidence(group: list[Evidence], sources: dict[str, SourceSummary]) -> str
     return "high" if strong or len(source_ids) >= 2 else "medium"
 
 
+_NUMBER = re.compile(r"\d[\d,.]*\d|\d")
+
+
+def _numbers(text: str) -> frozenset[str]:
+    return frozenset(number.replace(",", "") for number in _NUMBER.findall(text))
+
+
 def _group_near_duplicates(items: list[Evidence]) -> list[list[Evidence]]:
-    """Groups of excerpts saying nearly the same thing, best first; a group's first item leads."""
+    """Groups of excerpts saying nearly the same thing, best first; a group's first item leads.
+
+    Excerpts whose figures differ are never grouped, however alike their words: "worth 1.2
+    billion" and "worth 1.9 billion" are two sides of a conflict, and each must be shown.
+    """
     groups: list[tuple[frozenset[str], list[Evidence]]] = []
     for item in items:
         terms = frozenset(content_terms(item.excerpt))
         for lead_terms, members in groups:
-            if jaccard(terms, lead_terms) >= NEAR_DUPLICATE:
+            if jaccard(terms, lead_terms) >= NEAR_DUPLICATE and _numbers(item.excerpt) == _numbers(
+                members[0].excerpt
+            ):
                 if all(member.source_id != item.source_id for member in members):
                     members.append(item)
                 break

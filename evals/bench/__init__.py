@@ -1,0 +1,1 @@
+"""Performance benchmarks (``python -m evals.bench``); each module measures one figure."""
