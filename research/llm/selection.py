@@ -64,6 +64,19 @@ _META = re.compile(
     re.IGNORECASE,
 )
 _META_PENALTY = 0.2
+# Text addressed to AI systems rather than to readers: prompt-injection attempts. It can
+# never steer the program (the decider never sees page text), but quoting it as a finding
+# would repeat the attacker's claim, so its whole paragraph is left out of the evidence.
+_ADDRESSED_TO_MACHINES = re.compile(
+    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|"
+    r"earlier|other)\s+instructions\b"
+    r"|\b(?:instructions?|notice|message|note)\s+(?:for|to)\s+(?:ai|llms?|language models?|"
+    r"chatbots?|(?:research\s+)?(?:assistants?|agents?))\b"
+    r"|\b(?:system|developer)\s+(?:prompt|notice|message|override)\b"
+    r"|\byou\s+are\s+now\s+(?:in\s+)?\w+\s+mode\b"
+    r"|\bdo\s+not\s+(?:mention|reveal)\s+(?:these|this|the)\s+instructions?\b",
+    re.IGNORECASE,
+)
 _WANTS_QUANTITY = re.compile(
     r"^how (?:many|much|large|big|high|low|often|long)\b|\b(?:what|which) (?:share|percentage|"
     r"proportion|number|amount)\b|\bhow much\b",
@@ -323,7 +336,16 @@ def select_passages(
     passages before any gets more; a passage chosen for several questions is returned once.
     """
     segments = segment_text(text)
-    usable = [i for i, segment in enumerate(segments) if _usable(segment, text)]
+    hostile = {
+        segment.paragraph
+        for segment in segments
+        if _ADDRESSED_TO_MACHINES.search(text[segment.start : segment.end])
+    }
+    usable = [
+        i
+        for i, segment in enumerate(segments)
+        if segment.paragraph not in hostile and _usable(segment, text)
+    ]
     if not usable or not questions:
         return []
     own_terms = {
