@@ -16,16 +16,12 @@ from typing import Any
 from evals.scoring import Observation, TaskScore, score_run
 from evals.taskset import Task
 from research import services
+from research.actors import build_orchestrator
 from research.engine.orchestrator import Orchestrator
-from research.engine.ports import ModelClient, SystemClock
+from research.engine.ports import ModelClient
 from research.engine.states import RunStatus
-from research.events import ChannelLayerEvents
-from research.llm.extractive import ExtractiveModelClient
 from research.management.run_document import build_run_document
 from research.management.run_driver import OrchestratorFactory, RunDriver
-from research.sources import WebSourceAdapter
-from research.sources.config import sources_config_from_settings
-from research.store import DjangoStore
 from tests.fixtures.frozen_web.server import FrozenWeb
 
 EVAL_USERNAME = "evals"
@@ -44,16 +40,7 @@ def orchestrator_factory(model: ModelFactory) -> OrchestratorFactory:
     """Orchestrators wired like a worker's (database, web, channel layer) with ``model``."""
 
     def build(lease_owner: str) -> Orchestrator:
-        client = model()
-        return Orchestrator(
-            store=DjangoStore(lease_owner=lease_owner),
-            model=client,
-            sources=WebSourceAdapter(sources_config_from_settings()),
-            events=ChannelLayerEvents(),
-            clock=SystemClock(),
-            # As in research.actors: only a language model may need a repair call per request.
-            calls_per_request=1 if isinstance(client, ExtractiveModelClient) else 2,
-        )
+        return build_orchestrator(lease_owner=lease_owner, model=model())
 
     return build
 

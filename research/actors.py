@@ -17,10 +17,11 @@ from django.db.models import Q
 from django.utils import timezone
 
 from research.engine.orchestrator import Orchestrator
-from research.engine.ports import LeaseLost, SystemClock
+from research.engine.ports import LeaseLost, ModelClient, SystemClock
 from research.engine.states import RunStatus, is_terminal
 from research.events import ChannelLayerEvents
 from research.leases import Heartbeat, claim_run, new_owner_id, release_lease, stale_runs
+from research.llm.extractive import ExtractiveModelClient
 from research.llm.factory import llm_config_from_settings, model_client_from_config
 from research.models import ResearchRun
 from research.sources import WebSourceAdapter
@@ -35,17 +36,20 @@ _SLOT_STATUSES = (RunStatus.QUEUED, RunStatus.RESEARCHING, RunStatus.SYNTHESIZIN
 _TIME_LIMIT_MS = 70 * 60 * 1000
 
 
-def build_orchestrator(*, lease_owner: str | None) -> Orchestrator:
-    """The orchestrator wired to the database, the configured model and the web."""
-    llm = llm_config_from_settings()
+def build_orchestrator(
+    *, lease_owner: str | None, model: ModelClient | None = None
+) -> Orchestrator:
+    """The orchestrator wired to the database, the web and ``model`` (default: the
+    configured model endpoint, or the extractive backend when none is configured)."""
+    client = model or model_client_from_config(llm_config_from_settings())
     return Orchestrator(
         store=DjangoStore(lease_owner=lease_owner),
-        model=model_client_from_config(llm),
+        model=client,
         sources=WebSourceAdapter(sources_config_from_settings()),
         events=ChannelLayerEvents(),
         clock=SystemClock(),
         # A model endpoint may need one repair call per request; the extractive backend never does.
-        calls_per_request=2 if llm.model_configured else 1,
+        calls_per_request=1 if isinstance(client, ExtractiveModelClient) else 2,
     )
 
 

@@ -31,6 +31,7 @@ from research.engine.citations import (
 from research.engine.contracts import Evidence, Report, SourceSummary, Statement, Usage
 from research.forms import REPORT_TEMPLATES, template_sections
 from research.models import ResearchEvidence, ResearchRun, ResearchSource
+from research.store import evidence_from_row
 
 logger = logging.getLogger(__name__)
 
@@ -171,21 +172,7 @@ def _cited_ids(report: Report) -> list[str]:
 def evidence_contract(row: ResearchEvidence) -> Evidence | None:
     """A stored evidence row as the engine's contract (None if the row does not validate)."""
     try:
-        return Evidence(
-            id=row.pk,
-            run_id=str(row.run_id),
-            source_id=str(row.source_id),
-            excerpt=row.excerpt,
-            locator=row.locator,
-            question_ids=row.question_ids or [],
-            stance=row.stance,
-            claim_key=row.claim_key or None,
-            normalized_value=row.normalized_value or None,
-            scope=row.scope or {},
-            relevance_bp=row.relevance_bp,
-            confidence_bp=row.confidence_bp,
-            evidence_hash=row.evidence_hash,
-        )
+        return evidence_from_row(row)
     except ValidationError:
         return None
 

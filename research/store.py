@@ -446,7 +446,7 @@ class DjangoStore:
 
     def list_evidence(self, run_id: str) -> list[Evidence]:
         return [
-            _evidence(row)
+            evidence_from_row(row)
             for row in ResearchEvidence.objects.filter(run_id=run_id, out_of_scope=False)
         ]
 
@@ -509,18 +509,19 @@ def _source_record(source: ResearchSource) -> SourceRecord:
     )
 
 
-def _evidence(row: ResearchEvidence) -> Evidence:
+def evidence_from_row(row: ResearchEvidence) -> Evidence:
+    """A stored evidence row as the engine's contract (what citations are checked against)."""
     return Evidence(
         id=row.pk,
         run_id=str(row.run_id),
         source_id=str(row.source_id),
         excerpt=row.excerpt,
         locator=row.locator,
-        question_ids=row.question_ids,
+        question_ids=row.question_ids or [],
         stance=row.stance,
         claim_key=row.claim_key or None,
         normalized_value=row.normalized_value or None,
-        scope=row.scope,
+        scope=row.scope or {},
         relevance_bp=row.relevance_bp,
         confidence_bp=row.confidence_bp,
         evidence_hash=row.evidence_hash,

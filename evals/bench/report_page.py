@@ -142,13 +142,14 @@ def _time_page(client: Client, url: str, repeats: int) -> tuple[float, int, int]
 def _time_render(run: Any, repeats: int) -> tuple[float, int, int]:
     """Without a report view: loading the run's evidence and sources and rendering HTML."""
     from research.engine.citations import render_html
-    from research.management.run_document import evidence_contract, source_summaries
+    from research.management.run_document import source_summaries
     from research.models import ResearchEvidence, ResearchRun, ResearchSource
+    from research.store import evidence_from_row
 
     def once() -> None:
         fresh = ResearchRun.objects.get(pk=run.pk)
         evidence = {
-            row.pk: evidence_contract(row) for row in ResearchEvidence.objects.filter(run=fresh)
+            row.pk: evidence_from_row(row) for row in ResearchEvidence.objects.filter(run=fresh)
         }
         sources = source_summaries(ResearchSource.objects.filter(run=fresh).defer("snapshot_text"))
         render_html(Report.model_validate(fresh.report), evidence=evidence, sources=sources)

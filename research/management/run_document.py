@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from research.engine.citations import number_citations, render_markdown
-from research.engine.contracts import Evidence, Report, SourceRecord, SourceSummary
+from research.engine.contracts import Report, SourceRecord, SourceSummary
 from research.engine.ledger import assign_independence_clusters, snapshot_content_hash
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
-from research.store import DjangoStore
+from research.store import DjangoStore, evidence_from_row
 
 DOCUMENT_SCHEMA = "deep-research/run-document"
 DOCUMENT_VERSION = 1
@@ -25,25 +25,6 @@ DOCUMENT_VERSION = 1
 
 def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
-
-
-def evidence_contract(row: ResearchEvidence) -> Evidence:
-    """The engine's view of a stored evidence row (what citations are checked against)."""
-    return Evidence(
-        id=row.pk,
-        run_id=str(row.run_id),
-        source_id=str(row.source_id),
-        excerpt=row.excerpt,
-        locator=row.locator,
-        question_ids=row.question_ids or [],
-        stance=row.stance,
-        claim_key=row.claim_key or None,
-        normalized_value=row.normalized_value or None,
-        scope=row.scope or {},
-        relevance_bp=row.relevance_bp,
-        confidence_bp=row.confidence_bp,
-        evidence_hash=row.evidence_hash,
-    )
 
 
 def source_summaries(sources: Iterable[ResearchSource]) -> dict[str, SourceSummary]:
@@ -67,7 +48,7 @@ def render_run_markdown(run: ResearchRun) -> str | None:
         return None
     report = Report.model_validate(run.report)
     rows = ResearchEvidence.objects.filter(run=run)
-    evidence = {row.pk: evidence_contract(row) for row in rows}
+    evidence = {row.pk: evidence_from_row(row) for row in rows}
     sources = source_summaries(ResearchSource.objects.filter(run=run).defer("snapshot_text"))
     return render_markdown(report, evidence=evidence, sources=sources)
 
@@ -175,7 +156,7 @@ def build_run_document(run: ResearchRun) -> dict[str, Any]:
     markdown: str | None = None
     if report is not None:
         validated = Report.model_validate(report)
-        contracts = {row.pk: evidence_contract(row) for row in rows}
+        contracts = {row.pk: evidence_from_row(row) for row in rows}
         index = number_citations(validated, evidence=contracts)
         cited = [eid for s in validated.statements() for eid in s.evidence_ids]
         cited += [eid for c in validated.contradictions for eid in c.evidence_ids]
