@@ -36,6 +36,7 @@ _MMR_LAMBDA = 0.7
 _TITLE_CREDIT = 0.6
 _HEADING_CREDIT = 0.5
 _OWN_WORDS_FLOOR = 0.15
+_ON_TOPIC_COVERAGE = 0.6
 _ANSWER_BONUS = 0.15
 _ABSENT_WEIGHT = 1.0
 _NAME_SCALE = 0.5
@@ -323,6 +324,44 @@ def _excerpt_span(segments: Sequence[Segment], index: int, text: str) -> tuple[i
     return start, end
 
 
+# A sentence that announces what follows ("They take effect in three steps:", "the changes
+# below") answers through the sentences after it, which rarely repeat the question's words.
+_ANNOUNCES = re.compile(
+    r"\b(?:below|as follows|the following|in (?:two|three|four|five|several) "
+    r"(?:steps|stages|phases|parts))\b|:\s*$",
+    re.IGNORECASE,
+)
+_ANNOUNCED_SPAN = 6
+_ANNOUNCED_SHARE = 0.8
+
+
+def _follow_announcements(
+    question_id: str,
+    usable: list[int],
+    segments: Sequence[Segment],
+    text: str,
+    relevance: dict[tuple[str, int], float],
+    scores: dict[int, float],
+) -> None:
+    """Let the figures and dates that follow a relevant announcing sentence share its
+    relevance (a little less), so the announced details can be quoted too."""
+    order = {index: position for position, index in enumerate(usable)}
+    for index in sorted(scores):
+        if not _ANNOUNCES.search(text[segments[index].start : segments[index].end]):
+            continue
+        position = order[index]
+        for following in usable[position + 1 : position + 1 + _ANNOUNCED_SPAN]:
+            passage = text[segments[following].start : segments[following].end]
+            if not _QUANTITY.search(passage):
+                continue
+            inherited = relevance[(question_id, index)] * _ANNOUNCED_SHARE
+            if inherited >= MIN_RELEVANCE and inherited > relevance.get(
+                (question_id, following), 0
+            ):
+                relevance[(question_id, following)] = inherited
+                scores[following] = inherited
+
+
 def select_passages(
     text: str,
     questions: Sequence[QuestionText],
@@ -373,14 +412,22 @@ def select_passages(
         top = float(raw.max()) if len(raw) else 0.0
         scores: dict[int, float] = {}
         wants_quantity = bool(_WANTS_QUANTITY.search(question.text))
+        # A page whose title and first heading already say what the question asks about
+        # ("Fare changes in 2025" for "What fare changes take effect in 2025?") answers in
+        # sentences that need not repeat those words: there a sentence carrying a figure or
+        # a date may stand on the page's topic instead of its own wording.
+        on_topic = weights.coverage(query, topic_terms) >= _ON_TOPIC_COVERAGE
         for position, index in enumerate(usable):
             words = own_terms[index]
             related = related_matches(query, words)
             own = weights.coverage(query, words, related)
-            if own < _OWN_WORDS_FLOOR:
+            carries_answer = on_topic and bool(
+                _QUANTITY.search(text[segments[index].start : segments[index].end])
+            )
+            if own < _OWN_WORDS_FLOOR and not carries_answer:
                 continue
             mentioned = words | heading_terms[index] | related.keys()
-            if focus and not focus & mentioned:
+            if focus and not focus & mentioned and not carries_answer:
                 # It names who or what the question is about but not what it asks.
                 continue
             partial = {term: _TITLE_CREDIT for term in topic_terms}
@@ -401,6 +448,7 @@ def select_passages(
                 continue
             relevance[(question.id, index)] = value
             scores[index] = value + 0.1 * (float(raw[position]) / top if top > 0 else 0.0)
+        _follow_announcements(question.id, usable, segments, text, relevance, scores)
         rank_score[question.id] = scores
 
     per_question = max(1, min(4, math.ceil(max_items / len(questions))))

@@ -24,3 +24,20 @@ def test_paragraphs_addressed_to_ai_systems_never_become_evidence() -> None:
     chosen = [text[p.start : p.end] for p in passages]
     assert any("41 days" in passage for passage in chosen)
     assert not any("75 days" in passage or "INSTRUCTIONS" in passage for passage in chosen)
+
+
+def test_details_announced_by_a_relevant_sentence_are_quoted_too() -> None:
+    from research.llm.selection import QuestionText, select_passages
+
+    text = (
+        "Fare changes in 2025\n\n"
+        "The council approved the 2025 fare package. They take effect in three steps during 2025.\n\n"
+        "From 5 January 2025\n\n"
+        "The daily cap for adults falls from $9.20 to $8.40.\n\n"
+        "From 1 March 2025\n\n"
+        "A weekly cap of $32.00 replaces the off-peak discount."
+    )
+    question = QuestionText("q1", "When do the fare changes in 2025 take effect?")
+    chosen = [text[p.start : p.end] for p in select_passages(text, [question], title="Fare changes")]
+    assert any("take effect in three steps" in passage for passage in chosen)
+    assert any("$8.40" in passage for passage in chosen)
