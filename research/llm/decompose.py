@@ -403,6 +403,9 @@ def _listed_items(part: str) -> tuple[str, list[str], str] | None:
     items = _split_list(match.group("list"))
     if not 2 <= len(items) <= 5 or any(len(item.split()) > 4 for item in items):
         return None
+    if any(re.match(rf"^(?:\w+\s+)?{_WH}\b", item, re.IGNORECASE) for item in items):
+        # "…in 2025, and on which dates?" asks a second question, it lists no items.
+        return None
     return match.group("head"), items, match.group("tail") or ""
 
 

@@ -167,3 +167,16 @@ def test_decompose_never_returns_duplicate_questions():
     questions = decompose("What is CRISPR? What is CRISPR?").questions
 
     assert [q.text for q in questions] == ["What is CRISPR?"]
+
+
+def test_a_trailing_wh_clause_is_not_taken_for_a_list_item() -> None:
+    from research.llm.decompose import decompose
+
+    texts = [
+        q.text
+        for q in decompose(
+            "What fare changes take effect in Harwick in 2025, and on which dates?"
+        ).questions
+    ]
+    assert not any("in on which" in text for text in texts)
+    assert any("2025" in text and "dates" in text for text in texts)
