@@ -105,7 +105,10 @@ _ANSWER_SHAPES = (
         _QUANTITY,
     ),
     (
-        re.compile(r"^when\b|\b(?:date|year|timeline)\b", re.I),
+        re.compile(
+            r"^when\b|\b(?:dates?|years?|timelines?|deadlines?|take effect|come into force)\b",
+            re.I,
+        ),
         re.compile(
             r"\b(?:1[89]\d\d|20\d\d|january|february|march|april|may|june|july|august|september|"
             r"october|november|december)\b",

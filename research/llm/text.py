@@ -74,6 +74,7 @@ def stem(word: str) -> str:
         return word
     for suffix, replacement in (
         ("ies", "y"),
+        ("ied", "y"),
         ("sses", "ss"),
         ("ness", ""),
         ("ations", ""),
@@ -90,6 +91,9 @@ def stem(word: str) -> str:
         ("s", ""),
     ):
         if not word.endswith(suffix):
+            continue
+        if suffix == "ly" and word.endswith("ply"):
+            # apply, supply, reply, comply are verbs, not adverbs.
             continue
         base = word[: len(word) - len(suffix)] + replacement
         if suffix == "s" and word.endswith(("ss", "us", "is")):

@@ -38,6 +38,15 @@ def test_details_announced_by_a_relevant_sentence_are_quoted_too() -> None:
         "A weekly cap of $32.00 replaces the off-peak discount."
     )
     question = QuestionText("q1", "When do the fare changes in 2025 take effect?")
-    chosen = [text[p.start : p.end] for p in select_passages(text, [question], title="Fare changes")]
+    chosen = [
+        text[p.start : p.end] for p in select_passages(text, [question], title="Fare changes")
+    ]
     assert any("take effect in three steps" in passage for passage in chosen)
     assert any("$8.40" in passage for passage in chosen)
+
+
+def test_stemming_keeps_verbs_ending_in_ply() -> None:
+    from research.llm.text import stem
+
+    assert {stem(w) for w in ("apply", "applies", "applied", "applying")} == {"apply"}
+    assert stem("supply") == "supply" and stem("quickly") == "quick"
