@@ -4,22 +4,28 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 	&& echo $$p && break; done)
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+STAMP := $(VENV)/.installed-dev
+RUN_STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .PHONY: run test install lint bench evals worker
 
-$(STAMP): pyproject.toml
+# The app alone for `make run`; the app plus test tools for everything else.
+$(RUN_STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.11 or newer is needed and none was found on PATH."; exit 1; }
-	$(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
 install: $(STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py ensure_demo_account
 	@echo "Serving Deep Research on http://$(HOST):$(PORT)/"
