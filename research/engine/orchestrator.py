@@ -2246,7 +2246,15 @@ def _stop_reason(run: _Run) -> StopReason | None:
     # the more useful explanation.
     if run.state.systemic_failure_streak >= SYSTEMIC_FAILURE_LIMIT:
         return StopReason.PROVIDER_FAILURES
-    return research_stop_reason(run.ledger, run.state)
+    stop = research_stop_reason(run.ledger, run.state)
+    if (
+        stop in (StopReason.DIMINISHING_RETURNS, StopReason.ONLY_EQUIVALENT_SEARCHES)
+        and run.state.systemic_failure_streak > 0
+    ):
+        # The last actions that ran all failed at the provider and nothing has worked since:
+        # "nothing new" is true, but the outage is the explanation a person can act on.
+        return StopReason.PROVIDER_FAILURES
+    return stop
 
 
 def _budget_stop(refusal: BudgetRefused) -> StopReason:

@@ -473,6 +473,24 @@ def test_a_failing_search_provider_stops_research_after_three_rounds() -> None:
     assert world.store.report is not None and world.store.report.partial
 
 
+def test_an_outage_is_the_stop_reason_even_when_the_decider_stops_proposing() -> None:
+    down = AcquisitionError("failed", "No search provider answered.", retryable=True)
+
+    def search_then_nonsense(brief: ResearchBrief) -> ResearchDecision:
+        # After one failed search only refused proposals follow: nothing runs, nothing new.
+        if brief.iteration == 1:
+            action = SearchAction(query="france economy", question_ids=["q1"], rationale="Search.")
+        else:
+            action = ReadAction(source_id="no-such-source", question_ids=["q1"], rationale="Read.")
+        return ResearchDecision(actions=[action])
+
+    world = build(decide=search_then_nonsense, results={})
+    world.web.search_errors = _AlwaysFailing(down)
+    assert world.advance() == RunStatus.BUDGET_EXHAUSTED
+    assert len(world.step_log("search")) == 1
+    assert world.store.run.state.stop_reason == "provider_failures"
+
+
 class _AlwaysFailing(dict[str, AcquisitionError]):
     def __init__(self, error: AcquisitionError) -> None:
         super().__init__()
