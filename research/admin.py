@@ -165,6 +165,7 @@ class ResearchEvidenceAdmin(AuditOnly, admin.ModelAdmin):
     list_filter = (
         "stance",
         "source__source_class",
+        "claim_key",
         "out_of_scope",
         ("run", admin.RelatedOnlyFieldListFilter),
     )

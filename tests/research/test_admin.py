@@ -2,6 +2,7 @@ import pytest
 from django.urls import reverse
 
 from research.highlight import Span, highlight_spans
+from research.models import ResearchEvidence
 from tests.research.test_models import make_evidence, make_source
 
 ADMIN_PAGES = [
@@ -73,6 +74,16 @@ def test_evidence_can_be_filtered_by_stance_and_source_class(client, staff, audi
     assert "2.6 million" not in client.get(url, {"stance": "contradicts"}).content.decode()
     assert "2.6 million" in client.get(url, {"source__source_class": "unknown"}).content.decode()
     assert "2.6 million" in client.get(url, {"q": "2.6 million"}).content.decode()
+
+
+def test_evidence_can_be_filtered_by_claim_key_and_run(client, staff, audited_run):
+    run, _ = audited_run
+    ResearchEvidence.objects.filter(run=run).update(claim_key="eu_sales_2023")
+    client.force_login(staff)
+    url = reverse("admin:research_researchevidence_changelist")
+    assert "2.6 million" in client.get(url, {"claim_key": "eu_sales_2023"}).content.decode()
+    assert "2.6 million" not in client.get(url, {"claim_key": "other"}).content.decode()
+    assert "2.6 million" in client.get(url, {"run__id__exact": str(run.pk)}).content.decode()
 
 
 def test_engine_written_rows_are_read_only_for_staff(client, staff, audited_run):
