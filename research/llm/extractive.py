@@ -51,6 +51,7 @@ QUESTION_LIMITS = {"quick": 4, "standard": 6, "thorough": 8}
 MAX_ACTIONS = 3
 MAX_SEARCHES_PER_DECISION = 2
 READ_THRESHOLD = 0.3
+CORROBORATION_READ_THRESHOLD = 0.15
 _RANK_PENALTY_PER_PLACE = 0.01
 _PREFERRED_BONUS = 0.05
 _FIGURE_QUESTIONS = (
@@ -264,7 +265,10 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
             if candidate.source_id in chosen_sources:
                 continue
             value = ranker.score(question, candidate)
-            if value < READ_THRESHOLD:
+            # A question that has evidence but needs corroboration accepts a weaker match:
+            # the decider cannot see page text, and a second site is what the gate asks for.
+            threshold = CORROBORATION_READ_THRESHOLD if need.urgency == 1 else READ_THRESHOLD
+            if value < threshold:
                 continue
             # A second source from a site already backing the question adds no independent
             # corroboration; prefer new sites, then the better match.

@@ -36,6 +36,8 @@ _MMR_LAMBDA = 0.7
 _TITLE_CREDIT = 0.6
 _HEADING_CREDIT = 0.5
 _OWN_WORDS_FLOOR = 0.15
+_PASSAGES_PER_QUESTION = 4
+_SOLE_QUESTION_PASSAGES = 6
 _ON_TOPIC_COVERAGE = 0.6
 _ANSWER_BONUS = 0.15
 _ABSENT_WEIGHT = 1.0
@@ -454,7 +456,9 @@ def select_passages(
         _follow_announcements(question.id, usable, segments, text, relevance, scores)
         rank_score[question.id] = scores
 
-    per_question = max(1, min(4, math.ceil(max_items / len(questions))))
+    # A question asked alone gets more room: there is no other question to share the page with.
+    cap = _SOLE_QUESTION_PASSAGES if len(questions) == 1 else _PASSAGES_PER_QUESTION
+    per_question = max(1, min(cap, math.ceil(max_items / len(questions))))
     picks: dict[str, list[int]] = {}
     for question in questions:
         scores = rank_score.get(question.id, {})

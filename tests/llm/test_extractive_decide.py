@@ -75,6 +75,28 @@ def test_a_second_source_is_sought_from_a_new_site():
     assert actions[0].type == "read" and actions[0].source_id == "s3"
 
 
+def test_corroboration_accepts_a_weaker_match_than_a_first_read():
+    plan = make_plan()
+    weak = candidate(
+        "s4",
+        "Field results for installed units",
+        domain="journal.example",
+        snippet="Measured heat pump performance in homes over two winters.",
+    )
+    uncovered = make_brief(plan, coverage=[_covered("q2", "s9")], candidates=[weak])
+    needs_second_site = make_brief(
+        plan,
+        coverage=[_covered("q1", "s1", clusters=1), _covered("q2", "s9")],
+        candidates=[
+            candidate("s1", "Heat pump costs", domain="energy.example", status="fetched"),
+            weak,
+        ],
+    )
+
+    assert not any(a.type == "read" for a in _decide(uncovered))
+    assert any(a.type == "read" and a.source_id == "s4" for a in _decide(needs_second_site))
+
+
 def test_finishes_when_every_question_has_what_the_finish_gate_needs():
     brief = make_brief(coverage=[_covered("q1", "s1", "s2"), _covered("q2", "s3", "s4")])
 
