@@ -907,8 +907,9 @@ def shared_pdf(request: HttpRequest, share_token: str) -> HttpResponse:
 def policies_equal(first: dict[str, Any], second: dict[str, Any] | None) -> bool:
     """Whether two source policies say the same thing (domains normalised, defaults filled)."""
     try:
-        return SourcePolicy.model_validate(first).model_dump() == SourcePolicy.model_validate(
-            second or {}
-        ).model_dump()
+        return (
+            SourcePolicy.model_validate(first).model_dump()
+            == SourcePolicy.model_validate(second or {}).model_dump()
+        )
     except PydanticValidationError:
         return False

@@ -130,7 +130,9 @@ def test_env_bool_names_the_variable(monkeypatch):
 
 def test_model_endpoint_with_a_bad_scheme_stops_startup(tmp_path):
     result = manage(
-        "check", env={"LLM_BASE_URL": "ftp://models.internal/v1", "LLM_MODEL": "m"}, tmp_path=tmp_path
+        "check",
+        env={"LLM_BASE_URL": "ftp://models.internal/v1", "LLM_MODEL": "m"},
+        tmp_path=tmp_path,
     )
     assert result.returncode != 0
     assert result.stderr.strip().splitlines() == [

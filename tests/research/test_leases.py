@@ -18,7 +18,9 @@ def test_only_one_worker_claims_a_run(owner):
 def test_expired_lease_can_be_taken_over_and_the_old_owner_cannot_renew(owner):
     run = make_run(owner, status="researching")
     assert claim_run(run.pk, "worker-a", needs_slot=False)
-    ResearchRun.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    ResearchRun.objects.filter(pk=run.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
     assert claim_run(run.pk, "worker-b", needs_slot=False)
     assert not renew_lease(run.pk, "worker-a")
     assert renew_lease(run.pk, "worker-b")
@@ -57,7 +59,10 @@ def test_reaper_finds_expired_and_forgotten_runs_only(owner):
     past = timezone.now() - timedelta(hours=1)
     expired = make_run(owner, status="researching", lease_owner="dead", lease_expires_at=past)
     live = make_run(
-        owner, status="researching", lease_owner="alive", lease_expires_at=timezone.now() + timedelta(minutes=1)
+        owner,
+        status="researching",
+        lease_owner="alive",
+        lease_expires_at=timezone.now() + timedelta(minutes=1),
     )
     forgotten = make_run(owner, status="queued")
     fresh = make_run(owner, status="queued")
