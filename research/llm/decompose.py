@@ -19,9 +19,12 @@ _IMPERATIVE = (
     r"analy[sz]e|outline|discuss|determine|investigate|review|examine|look\s+(?:at|into)|"
     r"focus\s+on|include|cover|add|check)"
 )
+# "…, and from which dates…": a second question may open with a preposition.
+_LEADING_PREPOSITION = r"(?:from|on|in|at|by|for|to|with|since|until|under|after|before)"
 # Where one question holds several: "…, and why…", "; how…", "? What…", "and explain…".
 _PART_SPLIT = re.compile(
-    rf"\s*[?;]\s*|\s*,?\s+(?:and|but|also|as well as)\s+(?=(?:{_WH}|{_AUX}|{_IMPERATIVE})\b)"
+    rf"\s*[?;]\s*|\s*,?\s+(?:and|but|also|as well as)\s+"
+    rf"(?=(?:(?:{_LEADING_PREPOSITION})\s+{_WH}|{_WH}|{_AUX}|{_IMPERATIVE})\b)"
     rf"|\s*,\s+(?={_WH}\b)",
     re.IGNORECASE,
 )
@@ -48,7 +51,8 @@ _VERBS = word_set(
     """have has had get gets got record records recorded see sees saw attract attracts receive
     receives received pay pays paid make makes made cost costs use uses used serve serves carry
     carries employ employs produce produces sell sells sold reach reaches reached need needs
-    require requires take takes took generate generates"""
+    require requires take takes took generate generates change changes changed apply applies start
+    starts end ends rise rises rose fall falls fell increase increases decrease decreases"""
 )
 _COMPARATIVES = {
     "better": "good",
@@ -159,28 +163,54 @@ def find_geographies(text: str) -> list[str]:
     return places
 
 
-def find_subject(first_part: str) -> str:
-    """The thing a question is about, used to resolve "it" or "that" in its later parts.
+@dataclass(frozen=True)
+class Subject:
+    """What a question's first part is about, for resolving references in its later parts.
 
-    "What is CRISPR" → "CRISPR"; "How many weekday boardings does the X extension have" →
-    "the number of weekday boardings of the X extension"; "What caused the 2023 bloom" → "the
-    2023 bloom".
+    ``entity`` is the thing ("the Harwick Metro Line 3 extension") that "it"/"its" and a bare
+    follow-up ("is phosphorus the main driver?") point to; ``measure`` is what "that" stands for
+    in "how does that compare" ("the number of weekday boardings of the … extension");
+    ``context`` anchors a follow-up that names neither ("how much was paid out in total").
+    """
+
+    entity: str
+    measure: str
+    context: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.entity)
+
+
+def _cut_at_verb(words: list[str]) -> list[str]:
+    for index, word in enumerate(words):
+        if index and (fold(word) in _VERBS or (word.islower() and word.endswith("ed"))):
+            return words[:index]
+    return words
+
+
+def find_subject(first_part: str) -> Subject:
+    """What the first part of a question is about.
+
+    "What is CRISPR" → CRISPR; "How many weekday boardings does the X extension have" → the X
+    extension, measured as "the number of weekday boardings of the X extension"; "How long did
+    the 2023 bloom last" → the 2023 bloom; "Which grant rules change in 2024" → grant rules.
     """
     text = _clean(first_part)
     quantity = re.match(
         rf"^how\s+(?P<kind>many|much)\s+(?P<x>.+?)\s+{_AUX}\s+(?P<y>.+)$", text, re.IGNORECASE
     )
     if quantity:
-        words = quantity.group("y").split()
-        for index, word in enumerate(words):
-            if index and (fold(word) in _VERBS or (word.islower() and word.endswith("ed"))):
-                words = words[:index]
-                break
+        entity = " ".join(_cut_at_verb(quantity.group("y").split()))
         noun = "number" if quantity.group("kind").casefold() == "many" else "amount"
-        return f"the {noun} of {quantity.group('x')} of {' '.join(words)}"
-    measure = re.match(rf"^how\s+\w+\s+{_AUX}\s+(?P<x>.+)$", text, re.IGNORECASE)
+        counted = quantity.group("x")
+        return Subject(entity, f"the {noun} of {counted} of {entity}", f"{counted} of {entity}")
+    measure = re.match(rf"^how\s+\w+\s+(?P<aux>{_AUX})\s+(?P<x>.+)$", text, re.IGNORECASE)
     if measure:
-        return measure.group("x")
+        words = measure.group("x").split()
+        if measure.group("aux").casefold() in ("do", "does", "did") and len(words) > 2:
+            # "how long did the bloom last": the last word is the verb, not the thing.
+            words = words[:-1]
+        return Subject(" ".join(words), measure.group("x"))
     lead = re.sub(rf"^(?:{_WH}\s+)?(?:{_AUX}\s+)?", "", text, flags=re.IGNORECASE)
     lead = re.sub(r"^(?:caused|causes|cause|drives|drove|explains?)\s+", "", lead, flags=re.I)
     listed = _listed_items(lead)
@@ -190,8 +220,12 @@ def find_subject(first_part: str) -> str:
         head = re.sub(
             rf"\s+(?:{_FACET_PREPOSITION}|of|about|in|between|among)\s+(?:the\s+)?$", "", listed[0]
         )
-        return head.strip() or lead
-    return lead
+        lead = head.strip() or lead
+        return Subject(lead, lead)
+    if re.match(rf"^(?:what|which)\s+(?!{_AUX}\b)", text, re.IGNORECASE):
+        # "Which grant rules change in 2024": the words before the verb.
+        lead = " ".join(_cut_at_verb(lead.split()))
+    return Subject(lead, lead)
 
 
 def split_parts(objective: str) -> list[str]:
@@ -417,27 +451,51 @@ def _to_question(part: str) -> str:
         text = (
             rest if re.match(rf"^{_WH}\b", rest, re.IGNORECASE) else f"What is known about {rest}"
         )
-    elif not re.match(rf"^(?:{_WH}|{_AUX})\b", text, re.IGNORECASE):
+    elif not re.match(
+        rf"^(?:(?:{_LEADING_PREPOSITION})\s+{_WH}|{_WH}|{_AUX})\b", text, re.IGNORECASE
+    ):
         text = f"What is known about {text}"
     return _as_question(text)
 
 
-def _resolve_references(part: str, subject: str) -> str:
-    """Replace "it"/"its"/"that …" with the subject and anchor a bare "main driver" to it."""
+_ELLIPTICAL = re.compile(
+    rf"^(?P<lead>(?:{_LEADING_PREPOSITION}\s+)?(?:which|what)\s+\w+)$", re.IGNORECASE
+)
+_WHAT_CLAUSE = re.compile(rf"^(?:what|which)\s+(?!{_AUX}\b)(?P<clause>.+)$", re.IGNORECASE)
+
+
+def _complete_ellipsis(part: str, first_part: str) -> str | None:
+    """ "…take effect in 2025, and on which dates?" → "On which dates do fare changes take
+    effect in 2025?": a bare "on which dates" borrows the clause of the question before it."""
+    bare = _ELLIPTICAL.match(_clean(part))
+    clause = _WHAT_CLAUSE.match(_clean(first_part))
+    if not bare or not clause:
+        return None
+    return f"{bare.group('lead')} do {clause.group('clause')}"
+
+
+def _resolve_references(part: str, subject: Subject, first_part: str = "") -> str:
+    """Replace "it"/"its" with the subject, "that …" with what was measured, and anchor a bare
+    "main driver" or "on which dates" to the question before."""
     if not subject:
         return part
+    completed = _complete_ellipsis(part, first_part)
+    if completed is not None:
+        return completed
+    entity = subject.entity
 
     def replace(match: re.Match[str]) -> str:
         if match.group(1).casefold() in ("its", "their"):
-            return f"{subject}'" if subject.endswith("s") else f"{subject}'s"
-        return subject
+            return f"{entity}'" if entity.endswith("s") else f"{entity}'s"
+        return entity
 
-    resolved = _DEMONSTRATIVE.sub(replace, _PERSONAL_PRONOUN.sub(replace, part))
-    subject_terms = set(content_terms(subject))
+    resolved = _PERSONAL_PRONOUN.sub(replace, part)
+    resolved = _DEMONSTRATIVE.sub(lambda match: subject.measure, resolved)
+    subject_terms = set(content_terms(subject.measure))
     if resolved == part and not subject_terms & set(content_terms(part)):
         # "…, and is phosphorus the main driver?" means the driver *of the subject*.
         joiner = " of " if _RELATIONAL_NOUN.search(_clean(part)) else " in the case of "
-        resolved = f"{_clean(part)}{joiner}{subject}"
+        resolved = f"{_clean(part)}{joiner}{subject.context or entity}"
     return resolved
 
 
@@ -461,8 +519,8 @@ def decompose(objective: str, *, limit: int = 6) -> Decomposition:
     questions: list[SubQuestion] = []
     topics: list[str] = []
     for index, raw_part in enumerate(parts):
-        part = _resolve_references(raw_part, subject) if index else raw_part
-        comparison = find_comparison(raw_part if index else part, subject=subject)
+        part = _resolve_references(raw_part, subject, parts[0]) if index else raw_part
+        comparison = find_comparison(raw_part if index else part, subject=subject.measure)
         if comparison is not None:
             questions.extend(_comparison_questions(comparison))
             topics.extend(comparison.items + comparison.facets)
@@ -491,7 +549,7 @@ def decompose(objective: str, *, limit: int = 6) -> Decomposition:
             unique.append(question)
     return Decomposition(
         questions=unique[:limit],
-        subject=subject,
+        subject=subject.entity,
         topics=list(dict.fromkeys(topic for topic in topics if topic)),
         geographies=find_geographies(objective),
         timeframe=find_timeframe(objective),

@@ -43,11 +43,30 @@ METHODOLOGY = (
     "passages from different sources are cited together as one finding.",
     "Quotations are not reconciled or interpreted: where sources disagree, read the cited "
     "passages side by side.",
+    "Where the heading a quotation stands under gives a date or figure the quotation lacks, "
+    "the heading is quoted before it.",
 )
 
 
 def _quote(excerpt: str) -> str:
     return f"\u201c{' '.join(excerpt.split())}\u201d"
+
+
+_HEADING_SHOWN_CHARS = 120
+# "2.1 Method", "IV. Results": a section's number is not a figure.
+_SECTION_NUMBER = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.)\s+")
+
+
+def _finding_text(item: Evidence) -> str:
+    """The quotation of ``item``, led by the heading it stands under when that heading carries
+    a date or figure the quotation lacks: under "From 5 January 2025", "The adult single fare
+    rises…" means nothing without the date. The heading is the source's own text too."""
+    heading = " ".join((item.locator.heading or "").split())
+    unnumbered = _SECTION_NUMBER.sub("", heading)
+    missing = _numbers(unnumbered) - _numbers(item.excerpt)
+    if heading and missing and len(heading) <= _HEADING_SHOWN_CHARS:
+        return f"Under {_quote(heading)}: {_quote(item.excerpt)}"
+    return _quote(item.excerpt)
 
 
 def _confidence(group: list[Evidence], sources: dict[str, SourceSummary]) -> str:
@@ -128,7 +147,7 @@ def _section(
         Statement(
             claim_id=f"{prefix}-{number}",
             kind="finding",
-            text=_quote(group[0].excerpt),
+            text=_finding_text(group[0]),
             evidence_ids=[item.id for item in group],
             confidence=_confidence(group, sources),  # type: ignore[arg-type]
         )

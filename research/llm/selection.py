@@ -25,12 +25,15 @@ from research.llm.text import (
     QUESTION_FILLER,
     Segment,
     content_terms,
+    find_abbreviations,
     related_terms,
     segment_text,
+    stem,
 )
 
 MIN_RELEVANCE = 0.4
 SUPPORTS_RELEVANCE = 0.5
+STRONG_RELEVANCE = 0.7
 NEAR_DUPLICATE = 0.6
 _MMR_LAMBDA = 0.7
 _TITLE_CREDIT = 0.6
@@ -59,11 +62,14 @@ _ANSWER_WORDS = frozenset({"caus", "cause", "reason", "driver", "drive", "factor
 _SHORT_WORDS = 8
 _SHORT_PENALTY = 0.1
 _RELATED_CREDIT = 0.5
-# Sentences about the document rather than the world ("This page summarises…").
+# Sentences about the document rather than the world ("This page summarises…", "Published 1
+# December 2023 by the Buildings Division.").
 _META = re.compile(
     r"^(?:this|the)\s+(?:page|article|note|report|section|document|post|paper|summary|chapter)\s+"
     r"(?:summari[sz]\w*|describ\w*|explain\w*|gives?|sets? out|presents?|covers?|looks? at|"
-    r"reports?|is about)\b",
+    r"reports?|is about)\b"
+    r"|^(?:(?:first\s+|originally\s+)?published|posted|updated|last\s+(?:updated|modified|"
+    r"reviewed|edited)|written|filed)\b(?:\s+(?:on|by|in|at))?\s+(?:\d|[A-Z])",
     re.IGNORECASE,
 )
 _META_PENALTY = 0.2
@@ -87,6 +93,42 @@ _WANTS_QUANTITY = re.compile(
 )
 _NO_QUANTITY_PENALTY = 0.1
 _DANGLING_PENALTY = 0.15
+_DATE = re.compile(
+    r"\b(?:1[89]\d\d|20\d\d|january|february|march|april|may|june|july|august|september|"
+    r"october|november|december)\b",
+    re.I,
+)
+# Question words naming the kind of answer wanted rather than its subject: "which dates" is
+# answered by a date, not by repeating the word. A passage (or the heading it stands under)
+# with such an answer counts as mentioning the word; one that only repeats it half does.
+_ANSWER_TYPES = {
+    "date": _DATE,
+    "deadline": _DATE,
+    "timeline": _DATE,
+    "figure": _QUANTITY,
+    "percentage": _QUANTITY,
+    "proportion": _QUANTITY,
+}
+_NAMED_ONLY_CREDIT = 0.5
+# Verbs a question uses to say that something happened, not what it asks about (stemmed).
+_GENERIC_VERBS = frozenset(
+    stem(word)
+    for word in [
+        "apply",
+        "happen",
+        "occur",
+        "begin",
+        "start",
+        "take",
+        "find",
+        "show",
+        "achieve",
+        "reach",
+        "record",
+        "get",
+        "come",
+    ]
+)
 # What kind of answer a question wants, and what such an answer tends to contain.
 _ANSWER_SHAPES = (
     (
@@ -111,11 +153,7 @@ _ANSWER_SHAPES = (
             r"^when\b|\b(?:dates?|years?|timelines?|deadlines?|take effect|come into force)\b",
             re.I,
         ),
-        re.compile(
-            r"\b(?:1[89]\d\d|20\d\d|january|february|march|april|may|june|july|august|september|"
-            r"october|november|december)\b",
-            re.I,
-        ),
+        _DATE,
     ),
     (
         re.compile(r"^how (?:do|does|did|is|are)\b.*\bwork", re.I),
@@ -124,6 +162,9 @@ _ANSWER_SHAPES = (
         ),
     ),
 )
+
+
+_DATE_SHAPE = 2
 
 
 @dataclass(frozen=True)
@@ -192,11 +233,14 @@ def jaccard(first: Collection[str], second: Collection[str]) -> float:
     return len(set(first) & set(second)) / union
 
 
-def answer_shape_bonus(question: str, passage: str) -> float:
+def answer_shape_bonus(question: str, passage: str, heading: str = "") -> float:
     """A small bonus when a passage has the shape of the answer the question wants (a number
-    for "how many", a cause for "why", a date for "when")."""
-    for asks, answers in _ANSWER_SHAPES:
-        if asks.search(question) and answers.search(passage):
+    for "how many", a cause for "why", a date for "when"). A date may come from the heading
+    the passage stands under ("From 1 March 2025")."""
+    for number, (asks, answers) in enumerate(_ANSWER_SHAPES):
+        if not asks.search(question):
+            continue
+        if answers.search(passage) or (number == _DATE_SHAPE and answers.search(heading)):
             return _ANSWER_BONUS
     return 0.0
 
@@ -241,21 +285,25 @@ def entity_terms(question: str) -> frozenset[str]:
 def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str, float], set[str]]:
     """The weighted terms of a question and its focus.
 
-    Names weigh half (they say what the question is about, and the page was found for them);
-    the focus is what the question asks about that is neither a name, a number nor the topic
-    of the page: a passage must mention some of it to answer the question.
+    Names weigh half (they say what the question is about, and the page was found for them),
+    and so do verbs that only say something happened ("from which dates do the rules apply",
+    "what did the study find"); the focus is what the question asks about that is none of
+    these, nor a number nor the topic of the page: a passage must mention some of it to answer
+    the question.
     """
     names = entity_terms(question)
     query = {
-        term: (_NAME_SCALE if term in names else 1.0)
+        term: (_NAME_SCALE if term in names or term in _GENERIC_VERBS else 1.0)
         for term in content_terms(question, drop=QUESTION_FILLER)
     }
     focus = {
         term
         for term in query
         if term not in names
+        and term not in _GENERIC_VERBS
         and term not in topic
         and term not in _ANSWER_WORDS
+        and term not in _ANSWER_TYPES
         and not term[0].isdigit()
     }
     return query, focus
@@ -341,30 +389,153 @@ _ANNOUNCED_SHARE = 0.8
 
 
 def _follow_announcements(
-    question_id: str,
-    usable: list[int],
-    segments: Sequence[Segment],
-    text: str,
-    relevance: dict[tuple[str, int], float],
-    scores: dict[int, float],
+    page: "_Page", relevance: dict[int, float], scores: dict[int, float]
 ) -> None:
     """Let the figures and dates that follow a relevant announcing sentence share its
     relevance (a little less), so the announced details can be quoted too."""
-    order = {index: position for position, index in enumerate(usable)}
+    order = {index: position for position, index in enumerate(page.usable)}
     for index in sorted(scores):
-        if not _ANNOUNCES.search(text[segments[index].start : segments[index].end]):
+        if not _ANNOUNCES.search(page.passage(index)):
             continue
         position = order[index]
-        for following in usable[position + 1 : position + 1 + _ANNOUNCED_SPAN]:
-            passage = text[segments[following].start : segments[following].end]
-            if not _QUANTITY.search(passage):
+        for following in page.usable[position + 1 : position + 1 + _ANNOUNCED_SPAN]:
+            if not _QUANTITY.search(page.passage(following)):
                 continue
-            inherited = relevance[(question_id, index)] * _ANNOUNCED_SHARE
-            if inherited >= MIN_RELEVANCE and inherited > relevance.get(
-                (question_id, following), 0
-            ):
-                relevance[(question_id, following)] = inherited
+            inherited = relevance[index] * _ANNOUNCED_SHARE
+            if inherited >= MIN_RELEVANCE and inherited > relevance.get(following, 0):
+                relevance[following] = inherited
                 scores[following] = inherited
+
+
+@dataclass
+class _Page:
+    """One snapshot cut into passages, with what scoring them needs."""
+
+    text: str
+    segments: list[Segment]
+    usable: list[int]
+    own_terms: dict[int, frozenset[str]]
+    heading_terms: dict[int, frozenset[str]]
+    topic_terms: frozenset[str]
+    weights: TermWeights
+    retriever: bm25s.BM25
+
+    @classmethod
+    def build(cls, text: str, title: str) -> "_Page | None":
+        segments = segment_text(text)
+        hostile = {
+            segment.paragraph
+            for segment in segments
+            if _ADDRESSED_TO_MACHINES.search(text[segment.start : segment.end])
+        }
+        usable = [
+            i
+            for i, segment in enumerate(segments)
+            if segment.paragraph not in hostile and _usable(segment, text)
+        ]
+        if not usable:
+            return None
+        # "the mean SPF was 2.6" speaks of the seasonal performance factor the page defined.
+        abbreviations = find_abbreviations(text)
+
+        def terms_of(passage: str) -> frozenset[str]:
+            terms = set(content_terms(passage))
+            for abbreviation in terms & abbreviations.keys():
+                terms |= abbreviations[abbreviation]
+            return frozenset(terms)
+
+        own_terms = {i: terms_of(text[segments[i].start : segments[i].end]) for i in usable}
+        heading_terms = {i: terms_of(segments[i].heading) for i in usable}
+        first_heading = next((s for s in segments if s.kind == "heading"), None)
+        topic_text = (
+            title + " " + (text[first_heading.start : first_heading.end] if first_heading else "")
+        )
+        retriever = bm25s.BM25()
+        retriever.index(
+            [list(own_terms[i] | heading_terms[i]) or ["\x00"] for i in usable],
+            show_progress=False,
+        )
+        return cls(
+            text=text,
+            segments=segments,
+            usable=usable,
+            own_terms=own_terms,
+            heading_terms=heading_terms,
+            topic_terms=frozenset(content_terms(topic_text)),
+            weights=TermWeights(own_terms[i] | heading_terms[i] for i in usable),
+            retriever=retriever,
+        )
+
+    def passage(self, index: int) -> str:
+        return self.text[self.segments[index].start : self.segments[index].end]
+
+
+def _score_question(
+    page: _Page, question: QuestionText
+) -> tuple[dict[int, float], dict[int, float]]:
+    """How well each passage answers ``question`` (relevance, 0–1) and the order to pick them
+    in (relevance plus a little BM25); passages below :data:`MIN_RELEVANCE` are left out."""
+    query, focus = question_terms(question.text, page.topic_terms)
+    relevance: dict[int, float] = {}
+    scores: dict[int, float] = {}
+    if not query:
+        return relevance, scores
+    raw = page.retriever.get_scores(list(query))
+    top = float(raw.max()) if len(raw) else 0.0
+    wants_quantity = bool(_WANTS_QUANTITY.search(question.text))
+    answer_types = {term: _ANSWER_TYPES[term] for term in query if term in _ANSWER_TYPES}
+    # A page whose title and first heading already say what the question asks about
+    # ("Fare changes in 2025" for "What fare changes take effect in 2025?") answers in
+    # sentences that need not repeat those words: there a sentence carrying a figure or
+    # a date may stand on the page's topic instead of its own wording.
+    subject_query = {term: scale for term, scale in query.items() if term not in answer_types}
+    on_topic = page.weights.coverage(subject_query, page.topic_terms) >= _ON_TOPIC_COVERAGE
+    for position, index in enumerate(page.usable):
+        passage = page.passage(index)
+        heading = page.segments[index].heading
+        answered = {
+            term
+            for term, shape in answer_types.items()
+            if shape.search(passage) or shape.search(heading)
+        }
+        words = (page.own_terms[index] - answer_types.keys()) | answered
+        related = related_matches(query, words)
+        related.update(
+            {
+                term: _NAMED_ONLY_CREDIT
+                for term in answer_types.keys() - answered
+                if term in page.own_terms[index]
+            }
+        )
+        own = page.weights.coverage(query, words, related)
+        carries_answer = on_topic and bool(_QUANTITY.search(passage))
+        if own < _OWN_WORDS_FLOOR and not carries_answer:
+            continue
+        mentioned = words | page.heading_terms[index] | related.keys()
+        if focus and not focus & mentioned and not carries_answer:
+            # It names who or what the question is about but not what it asks.
+            continue
+        partial = {term: _TITLE_CREDIT for term in page.topic_terms}
+        partial.update({term: _HEADING_CREDIT for term in page.heading_terms[index]})
+        partial.update(related)
+        covered = page.weights.coverage(query, words, partial)
+        value = (
+            covered
+            + answer_shape_bonus(question.text, passage, heading)
+            - _penalty(passage, wants_quantity=wants_quantity)
+        )
+        if _points_back(page.segments[index], page.text) and not _joins_previous(
+            page.segments, index, page.text
+        ):
+            # "The same goes for the cost." means little without what came before.
+            value -= _DANGLING_PENALTY
+        value = min(1.0, value)
+        if value < MIN_RELEVANCE:
+            continue
+        relevance[index] = value
+        scores[index] = value + 0.1 * (float(raw[position]) / top if top > 0 else 0.0)
+    _follow_announcements(page, relevance, scores)
+    return relevance, scores
 
 
 def select_passages(
@@ -379,82 +550,17 @@ def select_passages(
     Every passage is an exact span of ``text``. Questions take turns so each gets its best
     passages before any gets more; a passage chosen for several questions is returned once.
     """
-    segments = segment_text(text)
-    hostile = {
-        segment.paragraph
-        for segment in segments
-        if _ADDRESSED_TO_MACHINES.search(text[segment.start : segment.end])
-    }
-    usable = [
-        i
-        for i, segment in enumerate(segments)
-        if segment.paragraph not in hostile and _usable(segment, text)
-    ]
-    if not usable or not questions:
+    page = _Page.build(text, title) if questions else None
+    if page is None:
         return []
-    own_terms = {
-        i: frozenset(content_terms(text[segments[i].start : segments[i].end])) for i in usable
-    }
-    heading_terms = {i: frozenset(content_terms(segments[i].heading)) for i in usable}
-    first_heading = next((s for s in segments if s.kind == "heading"), None)
-    topic_text = (
-        title + " " + (text[first_heading.start : first_heading.end] if first_heading else "")
-    )
-    topic_terms = frozenset(content_terms(topic_text))
-    weights = TermWeights(own_terms[i] | heading_terms[i] for i in usable)
-    retriever = bm25s.BM25()
-    retriever.index(
-        [list(own_terms[i] | heading_terms[i]) or ["\x00"] for i in usable], show_progress=False
-    )
-
+    segments, own_terms = page.segments, page.own_terms
     relevance: dict[tuple[str, int], float] = {}
     rank_score: dict[str, dict[int, float]] = {}
     for question in questions:
-        query, focus = question_terms(question.text, topic_terms)
-        if not query:
-            continue
-        raw = retriever.get_scores(list(query))
-        top = float(raw.max()) if len(raw) else 0.0
-        scores: dict[int, float] = {}
-        wants_quantity = bool(_WANTS_QUANTITY.search(question.text))
-        # A page whose title and first heading already say what the question asks about
-        # ("Fare changes in 2025" for "What fare changes take effect in 2025?") answers in
-        # sentences that need not repeat those words: there a sentence carrying a figure or
-        # a date may stand on the page's topic instead of its own wording.
-        on_topic = weights.coverage(query, topic_terms) >= _ON_TOPIC_COVERAGE
-        for position, index in enumerate(usable):
-            words = own_terms[index]
-            related = related_matches(query, words)
-            own = weights.coverage(query, words, related)
-            carries_answer = on_topic and bool(
-                _QUANTITY.search(text[segments[index].start : segments[index].end])
-            )
-            if own < _OWN_WORDS_FLOOR and not carries_answer:
-                continue
-            mentioned = words | heading_terms[index] | related.keys()
-            if focus and not focus & mentioned and not carries_answer:
-                # It names who or what the question is about but not what it asks.
-                continue
-            partial = {term: _TITLE_CREDIT for term in topic_terms}
-            partial.update({term: _HEADING_CREDIT for term in heading_terms[index]})
-            partial.update(related)
-            covered = weights.coverage(query, words, partial)
-            passage = text[segments[index].start : segments[index].end]
-            value = (
-                covered
-                + answer_shape_bonus(question.text, passage)
-                - _penalty(passage, wants_quantity=wants_quantity)
-            )
-            if _points_back(segments[index], text) and not _joins_previous(segments, index, text):
-                # "The same goes for the cost." means little without what came before.
-                value -= _DANGLING_PENALTY
-            value = min(1.0, value)
-            if value < MIN_RELEVANCE:
-                continue
-            relevance[(question.id, index)] = value
-            scores[index] = value + 0.1 * (float(raw[position]) / top if top > 0 else 0.0)
-        _follow_announcements(question.id, usable, segments, text, relevance, scores)
-        rank_score[question.id] = scores
+        question_relevance, rank_score[question.id] = _score_question(page, question)
+        relevance.update(
+            {(question.id, index): value for index, value in question_relevance.items()}
+        )
 
     # A question asked alone gets more room: there is no other question to share the page with.
     cap = _SOLE_QUESTION_PASSAGES if len(questions) == 1 else _PASSAGES_PER_QUESTION
@@ -475,6 +581,17 @@ def select_passages(
             # Diversity holds across questions too: one fact quoted twice is not two facts.
             if any(jaccard(own_terms[candidate], own_terms[i]) >= NEAR_DUPLICATE for i in chosen):
                 continue
+            chosen.append(candidate)
+    # A page that is all answer ("Fare changes in 2025", sentence after sentence of changes)
+    # is quoted beyond the per-question share, up to ``max_items``.
+    strong = sorted(
+        {i for (_, i), value in relevance.items() if value >= STRONG_RELEVANCE} - set(chosen),
+        key=lambda i: (-max(rank_score[q.id].get(i, 0.0) for q in questions), i),
+    )
+    for candidate in strong:
+        if len(chosen) >= max_items:
+            break
+        if all(jaccard(own_terms[candidate], own_terms[i]) < NEAR_DUPLICATE for i in chosen):
             chosen.append(candidate)
     passages = []
     for index in chosen[:max_items]:

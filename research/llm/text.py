@@ -54,6 +54,8 @@ _RELATED_GROUPS = (
     "employment employees workers staff jobs",
     "revenue revenues sales income turnover",
     "cause causes caused reason reasons driver drivers due because",
+    "change changes changed new replaced replaces revised amended introduced longer",
+    "apply applies applied effect effective force valid",
 )
 
 
@@ -338,3 +340,25 @@ RELATED_TERMS = _related_index()
 def related_terms(term: str) -> frozenset[str]:
     """Stemmed terms that often stand for ``term`` in an answer (empty when none are known)."""
     return RELATED_TERMS.get(term, frozenset())
+
+
+_DEFINED_ABBREVIATION = re.compile(r"((?:[^\W\d_][\w'-]*\s+){1,8})\(([A-Z][A-Za-z0-9]{1,9})\)")
+
+
+def find_abbreviations(text: str) -> dict[str, frozenset[str]]:
+    """Abbreviations ``text`` defines, "seasonal performance factor (SPF)", as the folded
+    abbreviation → the stemmed terms of its long form. A later "the mean SPF was 2.6" speaks
+    of the seasonal performance factor even though it never says so."""
+    found: dict[str, frozenset[str]] = {}
+    for match in _DEFINED_ABBREVIATION.finditer(text):
+        abbreviation = match.group(2)
+        letters = fold("".join(char for char in abbreviation if char.isalpha()))
+        words = [part for word in match.group(1).split() for part in word.split("-") if part]
+        for size in range(len(letters), min(len(words), len(letters) + 2) + 1):
+            candidate = words[-size:]
+            every = "".join(fold(word[0]) for word in candidate)
+            content = "".join(fold(word[0]) for word in candidate if fold(word) not in STOP_WORDS)
+            if letters in (every, content):
+                found[fold(abbreviation)] = frozenset(content_terms(" ".join(candidate)))
+                break
+    return found

@@ -92,13 +92,16 @@ def make_evidence(
     *question_ids: str,
     source_id: str = "s1",
     relevance: float = 0.8,
+    heading: str | None = None,
 ) -> Evidence:
     return Evidence(
         id=evidence_id,
         run_id="run-1",
         source_id=source_id,
         excerpt=excerpt,
-        locator=TextLocator(kind="text", start=0, end=len(excerpt), snapshot_hash="0" * 64),
+        locator=TextLocator(
+            kind="text", start=0, end=len(excerpt), heading=heading, snapshot_hash="0" * 64
+        ),
         question_ids=list(question_ids),
         stance="supports",
         relevance_bp=round(relevance * 10_000),

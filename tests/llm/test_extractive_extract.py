@@ -158,3 +158,46 @@ def test_segments_keep_exact_offsets_headings_and_abbreviations():
     assert [s.kind for s in segments] == ["heading", "sentence", "sentence"]
     assert text[segments[1].start : segments[1].end] == "Dr. Lee said e.g. 3.5 kW units cost less."
     assert segments[2].heading == "Costs"
+
+
+FARES = """Fare changes in 2025
+Published 20 November 2024 by the Fares Division.
+The changes below apply to trains and buses. They take effect in three steps during 2025.
+From 5 January 2025
+The adult single fare within zone 1 rises from $2.60 to $2.75. The daily cap for adults who pay with a card falls from $9.20 to $8.40.
+From 1 March 2025
+The 20 per cent off-peak discount ends on 28 February 2025. From 1 March 2025 it is replaced by a weekly cap of $32.00 for adults.
+From 1 September 2025
+Children and young people under 18 travel free with a registered youth card from 1 September 2025.
+What does not change
+Paper tickets and zone boundaries stay as they are.
+"""
+
+
+def test_a_date_question_is_answered_by_dated_passages_not_by_the_word_date():
+    evidence = _extract(
+        FARES, "On which dates do fare changes take effect in 2025?", title="Fare changes in 2025"
+    ).value.evidence
+
+    quoted = " ".join(item.excerpt for item in evidence)
+    # Dated by their own words or by the heading they stand under.
+    for fact in ("$2.75", "$8.40", "28 February 2025", "$32.00", "1 September 2025"):
+        assert fact in quoted
+    assert "Published 20 November 2024" not in quoted
+    assert "Paper tickets" not in quoted
+
+
+def test_an_abbreviation_the_page_defines_counts_as_its_long_form():
+    text = (
+        "Method\nWe report the seasonal performance factor (SPF) at two boundaries.\n"
+        "Results\nAcross both seasons the mean SPF at boundary H2 was 2.85 in the monitored homes.\n"
+        "The homes were visited twice a year by the research team for a check.\n"
+    )
+
+    evidence = _extract(
+        text,
+        "What seasonal performance factor do heat pumps achieve?",
+        title="Heat pumps in cold winters",
+    ).value.evidence
+
+    assert any("2.85" in item.excerpt for item in evidence)

@@ -180,3 +180,26 @@ def test_a_trailing_wh_clause_is_not_taken_for_a_list_item() -> None:
     ]
     assert not any("in on which" in text for text in texts)
     assert any("2025" in text and "dates" in text for text in texts)
+
+
+def test_an_elliptical_or_pronoun_follow_up_borrows_the_first_part() -> None:
+    fares = _texts(_plan("What fare changes take effect in Harwick in 2025, and on which dates?"))
+    rules = _texts(_plan("Which grant rules change in 2024, and from which dates do they apply?"))
+    cost = _texts(
+        _plan(
+            "How many weekday boardings did the Harwick Metro Line 3 extension record in 2023, "
+            "and what was its final capital cost?"
+        )
+    )
+    bloom = _texts(
+        _plan(
+            "How long did the 2023 bloom on Lake Tessaly last, and how high did toxin levels get?"
+        )
+    )
+
+    assert fares[1] == "On which dates do fare changes take effect in Harwick in 2025?"
+    assert rules[1] == "From which dates do grant rules apply?"
+    assert cost[1] == "What was the Harwick Metro Line 3 extension's final capital cost?"
+    assert (
+        bloom[1] == "How high did toxin levels get in the case of the 2023 bloom on Lake Tessaly?"
+    )

@@ -137,3 +137,35 @@ def test_long_question_ids_still_give_valid_claim_ids():
 
     assert report.sections[0].id == long_id
     assert [s.claim_id for s in report.sections[0].statements] == ["s1-1", "s1-single-source"]
+
+
+def test_a_heading_that_dates_a_quotation_is_quoted_before_it():
+    plan = make_plan("What fare changes take effect in 2025, and on which dates?")
+    evidence = [
+        make_evidence(
+            "e1",
+            "The adult single fare within zone 1 rises from $2.60 to $2.75.",
+            "q1",
+            heading="From 5 January 2025",
+        ),
+        make_evidence(
+            "e2",
+            "Fares for the airport express are set separately.",
+            "q1",
+            heading="2.1 What does not change",
+        ),
+        make_evidence(
+            "e3", "The off-peak discount ends on 28 February 2025.", "q1", heading="Fares 2025"
+        ),
+    ]
+
+    report = ExtractiveModelClient().synthesise(synthesis_request(plan, evidence)).value
+
+    texts = {s.evidence_ids[0]: s.text for s in report.sections[0].statements if s.evidence_ids}
+    assert texts["e1"] == (
+        "Under \u201cFrom 5 January 2025\u201d: "
+        "\u201cThe adult single fare within zone 1 rises from $2.60 to $2.75.\u201d"
+    )
+    # A section number is not a figure, and a heading adding nothing stays out.
+    assert texts["e2"] == "\u201cFares for the airport express are set separately.\u201d"
+    assert texts["e3"] == "\u201cThe off-peak discount ends on 28 February 2025.\u201d"
