@@ -78,22 +78,25 @@ def test_without_approval_the_run_waits_and_resume_approves_it(cli: CommandLine)
 
 
 def test_ctrl_c_pauses_the_run_and_resume_finishes_it(cli: CommandLine, web: FrozenWeb):
-    # The first search is answered "try again in 2 s", so research is under way when we
-    # interrupt it.
-    web.fail_next("/search", 503, times=1, retry_after="2")
+    # Searches are held until the interrupt has been taken, so research is certainly under
+    # way when it arrives, however slowly this test reads the output.
+    release = web.hold("/search")
     process = cli.start("research", QUESTION, "--depth", "quick", "--auto-approve")
     run_id = ""
+    seen: list[str] = []
     deadline = time.monotonic() + 60
     for line in process.stderr:
+        seen.append(line)
         run_id = run_id or (RUN_ID.search(line).group(1) if RUN_ID.search(line) else "")
         if "status    researching" in line:
             process.send_signal(signal.SIGINT)
+        if "Pausing at the next safe point" in line:
             break
-        assert time.monotonic() < deadline, "research never started"
+        assert time.monotonic() < deadline, "".join(seen)
+    release.set()
     rest = process.communicate(timeout=60)[1]
 
-    assert process.returncode == 130, rest
-    assert "Pausing at the next safe point" in rest
+    assert process.returncode == 130, "".join(seen) + rest
     assert cli.run_status(run_id) == "paused"
 
     resumed = cli.run("research", "--resume", run_id, "--format", "json")

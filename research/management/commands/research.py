@@ -10,6 +10,7 @@ interrupted — the run is paused (or still waits for approval) and ``--resume R
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import threading
 import uuid
@@ -281,6 +282,10 @@ class Command(BaseCommand):
             finally:
                 done.set()
 
+        if threading.current_thread() is threading.main_thread():
+            # Ctrl-C pauses the run even when this process inherited SIGINT ignored (started
+            # as a background job of a script), in which case Python installs no handler.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         threading.Thread(target=work, name=f"research-{run.pk}", daemon=True).start()
         interrupted = False
         while not done.is_set():
