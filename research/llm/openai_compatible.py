@@ -78,6 +78,17 @@ _CONTEXT_PHRASES = (
     "reduce the length",
     "exceeds the available context",
 )
+# Phrases that mark a 400 as "this request field is not supported here".
+_UNSUPPORTED_PHRASES = (
+    "unsupported",
+    "not supported",
+    "unrecognized",
+    "unknown parameter",
+    "unexpected keyword",
+    "extra inputs are not permitted",
+    "not allowed",
+    "instead",
+)
 # Phrases that mark a 400 as "this structured-output mode is not supported here".
 _FORMAT_PHRASES = (
     "response_format",
@@ -96,6 +107,23 @@ _modes_lock = threading.Lock()
 _working_modes: dict[tuple[str, str], OutputMode] = {}
 _slots_lock = threading.Lock()
 _endpoint_slots: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+
+
+# The request field that caps the answer's length. Most OpenAI-compatible servers take
+# ``max_tokens``; OpenAI's reasoning models refuse it and want ``max_completion_tokens``.
+LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
+_working_limit_fields: dict[tuple[str, str], str] = {}
+
+
+def remembered_limit_field(endpoint: str, model: str) -> str:
+    """The output-limit field that last worked for ``model`` at ``endpoint``."""
+    with _modes_lock:
+        return _working_limit_fields.get((endpoint.rstrip("/"), model), LIMIT_FIELDS[0])
+
+
+def _remember_limit_field(endpoint: str, model: str, name: str) -> None:
+    with _modes_lock:
+        _working_limit_fields[(endpoint.rstrip("/"), model)] = name
 
 
 def remembered_output_mode(endpoint: str, model: str) -> OutputMode | None:
@@ -227,43 +255,50 @@ class OpenAICompatibleClient:
 
     def plan(self, request: PlanRequest) -> ModelResult[ResearchPlan]:
         """Draft a research plan (no tools, no retrieved content)."""
-        return self._call(planner_prompt(request), ResearchPlan)
+        return self._call(planner_prompt(request), ResearchPlan, request.max_output_tokens)
 
     def decide(self, brief: ResearchBrief) -> ModelResult[ResearchDecision]:
         """Propose one to three research actions from the compact brief."""
-        return self._call(decider_prompt(brief), ResearchDecision)
+        return self._call(decider_prompt(brief), ResearchDecision, brief.max_output_tokens)
 
     def extract(self, request: ExtractionRequest) -> ModelResult[ExtractionResult]:
         """Extract evidence candidates from one untrusted source."""
-        result = self._call(extractor_prompt(request), ExtractionResult)
+        result = self._call(extractor_prompt(request), ExtractionResult, request.max_output_tokens)
         evidence = result.value.evidence[: request.max_items]
         return ModelResult(result.value.model_copy(update={"evidence": evidence}), result.usage)
 
     def synthesise(self, request: SynthesisRequest) -> ModelResult[Report]:
         """Write the report from evidence cards (and repair it once when problems are given)."""
-        result = self._call(synthesiser_prompt(request), Report)
+        result = self._call(synthesiser_prompt(request), Report, request.max_output_tokens)
         # These two are facts about the run, not the model's to decide.
         report = result.value.model_copy(update={"mode": "model", "partial": request.partial})
         return ModelResult(report, result.usage)
 
     # -- one validated call with at most one repair ------------------------------------------
 
-    def _call(self, prompt: Prompt, schema: type[T]) -> ModelResult[T]:
+    def _call(self, prompt: Prompt, schema: type[T], limit: int | None) -> ModelResult[T]:
+        """One validated answer. ``limit`` caps each completion's output tokens, so the token
+        budget the engine reserved for the call is a hard limit, not an estimate."""
         phase = prompt.phase
         messages = prompt.messages()
-        answer, usage = self._complete(phase, messages, schema, prompt.text)
+        answer, usage, finish = self._complete(phase, messages, schema, prompt.text, limit)
         try:
             return ModelResult(parse_output(answer, schema), usage)
         except InvalidOutput as first:
             problem = first.detail
+            if finish == "length":
+                problem = (
+                    f"the answer was cut off at the {limit}-token output limit; answer more "
+                    f"briefly ({problem})"
+                )
         repair_messages = [
             *messages,
             {"role": "assistant", "content": answer[:_REPAIR_ECHO_CHARS]},
             {"role": "user", "content": repair_prompt(problem)},
         ]
         try:
-            answer, repair_usage = self._complete(
-                phase, repair_messages, schema, prompt.text + answer
+            answer, repair_usage, finish = self._complete(
+                phase, repair_messages, schema, prompt.text + answer, limit
             )
         except ModelError as error:
             raise ModelError(
@@ -276,9 +311,10 @@ class OpenAICompatibleClient:
         try:
             return ModelResult(parse_output(answer, schema), usage)
         except InvalidOutput as second:
+            cut = f" (cut off at the {limit}-token output limit)" if finish == "length" else ""
             raise ModelError(
                 f"The model {self.config.model_for(phase)!r} gave an invalid {PHASE_LABELS[phase]} "
-                f"answer twice (once after a repair request): {second.detail}",
+                f"answer twice (once after a repair request){cut}: {second.detail}",
                 usage=usage,
             ) from None
 
@@ -295,13 +331,22 @@ class OpenAICompatibleClient:
         messages: list[dict[str, str]],
         schema: type[BaseModel],
         prompt_text: str,
-    ) -> tuple[str, Usage]:
+        limit: int | None = None,
+    ) -> tuple[str, Usage, str | None]:
         model = self.config.model_for(phase)
         mode = self._initial_mode(model)
+        limit_field = remembered_limit_field(self._endpoint, model)
         while True:
             try:
-                completion = self._request(phase, model, messages, mode, schema)
+                completion = self._request(
+                    phase, model, messages, mode, schema, {limit_field: limit} if limit else {}
+                )
             except (openai.BadRequestError, openai.UnprocessableEntityError) as error:
+                other_field = self._other_limit_field(limit_field, error) if limit else None
+                if other_field is not None:
+                    limit_field = other_field
+                    _remember_limit_field(self._endpoint, model, limit_field)
+                    continue
                 fallback = self._fallback_mode(mode, error)
                 if fallback is None:
                     raise self._translate(error, phase, model) from error
@@ -314,6 +359,14 @@ class OpenAICompatibleClient:
         if self.config.output_mode is None:
             _remember_mode(self._endpoint, model, mode)
         return self._answer(completion, phase, model, prompt_text)
+
+    @staticmethod
+    def _other_limit_field(current: str, error: openai.APIStatusError) -> str | None:
+        """The other output-limit field, when the server refused ``current`` by name."""
+        detail = _error_detail(error).casefold()
+        if current not in detail or not _mentions(detail, _UNSUPPORTED_PHRASES):
+            return None
+        return next(name for name in LIMIT_FIELDS if name != current)
 
     def _fallback_mode(self, mode: OutputMode, error: openai.APIStatusError) -> OutputMode | None:
         if self.config.output_mode is not None or mode == "prompt":
@@ -330,8 +383,9 @@ class OpenAICompatibleClient:
         messages: list[dict[str, str]],
         mode: OutputMode,
         schema: type[BaseModel],
+        limit: dict[str, int],
     ) -> Any:
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = dict(limit)
         if mode == "json_schema":
             options["response_format"] = {
                 "type": "json_schema",
@@ -380,7 +434,8 @@ class OpenAICompatibleClient:
 
     def _answer(
         self, completion: Any, phase: Phase, model: str, prompt_text: str
-    ) -> tuple[str, Usage]:
+    ) -> tuple[str, Usage, str | None]:
+        """The answer's text, its usage and its finish reason ("length" when it was cut off)."""
         choices = getattr(completion, "choices", None)
         if not isinstance(choices, list):
             raise ModelError(
@@ -389,6 +444,7 @@ class OpenAICompatibleClient:
                 "API root of an OpenAI-compatible server (often ending in /v1)."
             )
         message = getattr(choices[0], "message", None) if choices else None
+        finish = getattr(choices[0], "finish_reason", None) if choices else None
         content = getattr(message, "content", None) if message is not None else None
         text = content if isinstance(content, str) else ""
         usage = usage_from_completion(completion, prompt_text=prompt_text, answer=text)
@@ -400,7 +456,6 @@ class OpenAICompatibleClient:
                 usage=usage,
             )
         if not text.strip():
-            finish = getattr(choices[0], "finish_reason", None) if choices else None
             reason = f" (finish reason: {finish})" if finish else ""
             raise ModelError(
                 f"The model {model!r} at {self._endpoint} returned an empty response to the "
@@ -408,7 +463,7 @@ class OpenAICompatibleClient:
                 retryable=True,
                 usage=usage,
             )
-        return text, usage
+        return text, usage, finish
 
     # -- errors ------------------------------------------------------------------------------
 
