@@ -30,6 +30,8 @@ from research.llm.selection import (
 from research.llm.text import content_terms
 
 MAX_FINDINGS_PER_QUESTION = 6
+# A report answering one question has room for more of its quotations.
+MAX_FINDINGS_SOLE_QUESTION = 10
 MIN_FINDINGS_SHOWN = 2
 MAX_SUMMARY_FINDINGS = 6
 _STRONG_CLASSES = frozenset({"primary", "official"})
@@ -57,20 +59,27 @@ _HEADING_SHOWN_CHARS = 120
 _SECTION_NUMBER = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.)\s+")
 
 
-def _finding_text(item: Evidence) -> str:
+def _finding_text(item: Evidence, source: SourceSummary | None = None) -> str:
     """The quotation of ``item``, led by the heading it stands under when that heading carries
     a date or figure the quotation lacks: under "From 5 January 2025", "The adult single fare
-    rises…" means nothing without the date. The heading is the source's own text too."""
+    rises…" means nothing without the date. The heading is the source's own text too; the
+    page's title heading is not repeated (the sources list names it)."""
     heading = " ".join((item.locator.heading or "").split())
     unnumbered = _SECTION_NUMBER.sub("", heading)
     missing = _numbers(unnumbered) - _numbers(item.excerpt)
-    if heading and missing and len(heading) <= _HEADING_SHOWN_CHARS:
+    title = " ".join((source.title if source else "").split()).casefold()
+    is_title = bool(title) and (heading.casefold() in title or title in heading.casefold())
+    if heading and missing and not is_title and len(heading) <= _HEADING_SHOWN_CHARS:
         return f"Under {_quote(heading)}: {_quote(item.excerpt)}"
     return _quote(item.excerpt)
 
 
+def _best_relevance(group: list[Evidence]) -> int:
+    return max(item.relevance_bp for item in group)
+
+
 def _confidence(group: list[Evidence], sources: dict[str, SourceSummary]) -> str:
-    if max(item.relevance_bp for item in group) < _RELEVANT_BP:
+    if _best_relevance(group) < _RELEVANT_BP:
         return "low"
     source_ids = {item.source_id for item in group}
     strong = any(
@@ -128,6 +137,7 @@ def _section(
     affinity: dict[tuple[str, str], float],
     home: dict[str, str],
     position: int,
+    limit: int = MAX_FINDINGS_PER_QUESTION,
 ) -> tuple[ReportSection, list[Statement]]:
     # Claim ids derive from the section's position: question ids may already be 64 characters.
     prefix = f"s{position}"
@@ -141,13 +151,18 @@ def _section(
     # question repeats it only when it would otherwise show fewer than two.
     own = [group for group in groups if home.get(group[0].id) == question.id]
     borrowed = [group for group in groups if home.get(group[0].id) != question.id]
-    groups = (own + borrowed[: max(0, MIN_FINDINGS_SHOWN - len(own))])[:MAX_FINDINGS_PER_QUESTION]
+    groups = own + borrowed[: max(0, MIN_FINDINGS_SHOWN - len(own))]
+    # Loose matches only fill in when a question has too few quotations that answer it.
+    answering = [group for group in groups if _best_relevance(group) >= _RELEVANT_BP]
+    if len(answering) >= MIN_FINDINGS_SHOWN:
+        groups = answering
+    groups = groups[:limit]
     groups.sort(key=lambda group: ranked.index(group[0]))
     statements = [
         Statement(
             claim_id=f"{prefix}-{number}",
             kind="finding",
-            text=_finding_text(group[0]),
+            text=_finding_text(group[0], sources.get(group[0].source_id)),
             evidence_ids=[item.id for item in group],
             confidence=_confidence(group, sources),  # type: ignore[arg-type]
         )
@@ -234,7 +249,15 @@ def write_extractive_report(request: SynthesisRequest) -> Report:
                 )
             continue
         section, findings = _section(
-            question, items, sources, affinity, home, position=len(sections) + 1
+            question,
+            items,
+            sources,
+            affinity,
+            home,
+            position=len(sections) + 1,
+            limit=MAX_FINDINGS_SOLE_QUESTION
+            if len(plan.questions) == 1
+            else MAX_FINDINGS_PER_QUESTION,
         )
         sections.append(section)
         if question.id in required and len(summary) < MAX_SUMMARY_FINDINGS:

@@ -23,12 +23,15 @@ import bm25s
 from research.engine.contracts import EXCERPT_MAX_CHARS
 from research.llm.text import (
     QUESTION_FILLER,
+    STOP_WORDS,
     Segment,
     content_terms,
     find_abbreviations,
+    fold,
     related_terms,
     segment_text,
     stem,
+    tokens,
 )
 
 MIN_RELEVANCE = 0.4
@@ -69,7 +72,8 @@ _META = re.compile(
     r"(?:summari[sz]\w*|describ\w*|explain\w*|gives?|sets? out|presents?|covers?|looks? at|"
     r"reports?|is about)\b"
     r"|^(?:(?:first\s+|originally\s+)?published|posted|updated|last\s+(?:updated|modified|"
-    r"reviewed|edited)|written|filed)\b(?:\s+(?:on|by|in|at))?\s+(?:\d|[A-Z])",
+    r"reviewed|edited)|written|filed)\b(?:\s+(?:on|by|in|at))?\s+(?:\d|[A-Z])"
+    r"|^(?:cite\s+(?:this|as)|how\s+to\s+cite|doi|permalink)\b",
     re.IGNORECASE,
 )
 _META_PENALTY = 0.2
@@ -87,7 +91,7 @@ _ADDRESSED_TO_MACHINES = re.compile(
     re.IGNORECASE,
 )
 _WANTS_QUANTITY = re.compile(
-    r"^how (?:many|much|large|big|high|low|often|long)\b|\b(?:what|which) (?:share|percentage|"
+    r"^how (?:many|much|large|big|high|low|often)\b|\b(?:what|which) (?:share|percentage|"
     r"proportion|number|amount)\b|\bhow much\b",
     re.IGNORECASE,
 )
@@ -109,6 +113,24 @@ _ANSWER_TYPES = {
     "percentage": _QUANTITY,
     "proportion": _QUANTITY,
 }
+_DURATION = re.compile(
+    r"\b(?:decades?|years?|months?|weeks?|days?|hours?|minutes?|centur(?:y|ies)|until|since)\b",
+    re.IGNORECASE,
+)
+_FREQUENCY = re.compile(
+    r"\b(?:every|each|per|times|once|twice|annual\w*|daily|weekly|monthly|yearly)\b", re.I
+)
+# "How long…" is answered by a duration, "how often…" by a frequency, "how high…" by a figure.
+_HOW_ANSWERS = {
+    "long": _DURATION,
+    "often": _FREQUENCY,
+    "large": _QUANTITY,
+    "big": _QUANTITY,
+    "high": _QUANTITY,
+    "far": _QUANTITY,
+    "old": _QUANTITY,
+}
+_HOW = re.compile(r"^how\s+(\w+)\b", re.IGNORECASE)
 _NAMED_ONLY_CREDIT = 0.5
 # Verbs a question uses to say that something happened, not what it asks about (stemmed).
 _GENERIC_VERBS = frozenset(
@@ -127,6 +149,7 @@ _GENERIC_VERBS = frozenset(
         "record",
         "get",
         "come",
+        "last",
     ]
 )
 # What kind of answer a question wants, and what such an answer tends to contain.
@@ -141,8 +164,12 @@ _ANSWER_SHAPES = (
         ),
     ),
     (
+        re.compile(r"^how long\b", re.I),
+        re.compile(f"{_DURATION.pattern}|{_QUANTITY.pattern}", re.I),
+    ),
+    (
         re.compile(
-            r"^how (?:many|much|large|big|often|long|fast|high|low)\b|\b(?:number|amount|"
+            r"^how (?:many|much|large|big|often|fast|high|low)\b|\b(?:number|amount|"
             r"size|share|cost|price|rate|percentage|figures?|statistics)\b",
             re.I,
         ),
@@ -162,9 +189,6 @@ _ANSWER_SHAPES = (
         ),
     ),
 )
-
-
-_DATE_SHAPE = 2
 
 
 @dataclass(frozen=True)
@@ -237,10 +261,10 @@ def answer_shape_bonus(question: str, passage: str, heading: str = "") -> float:
     """A small bonus when a passage has the shape of the answer the question wants (a number
     for "how many", a cause for "why", a date for "when"). A date may come from the heading
     the passage stands under ("From 1 March 2025")."""
-    for number, (asks, answers) in enumerate(_ANSWER_SHAPES):
+    for asks, answers in _ANSWER_SHAPES:
         if not asks.search(question):
             continue
-        if answers.search(passage) or (number == _DATE_SHAPE and answers.search(heading)):
+        if answers.search(passage) or (answers is _DATE and answers.search(heading)):
             return _ANSWER_BONUS
     return 0.0
 
@@ -282,6 +306,32 @@ def entity_terms(question: str) -> frozenset[str]:
     return frozenset(term for name in names for term in content_terms(name))
 
 
+# "What does recent research find about X" asks about X; the lead names the kind of source.
+_SOURCE_LEAD = re.compile(
+    r"^(?i:(?:what|how)\s+(?:does|do|did|has|have)\s+(?:the\s+)?(?:(?:recent|latest|current|"
+    r"new|published|scientific|academic|peer-reviewed)\s+)*(?:research|studies|study|literature|"
+    r"science|evidence|experts?|researchers|scientists)\s+(?:\w+\s+)?(?:find|found|show|shown|"
+    r"say|said|suggest|tell|conclude|report)s?\s+(?:about|on|regarding|of)?\s*)"
+    # "What did the Harwick Courier report about…": a named source's account of something.
+    r"|^(?i:what\s+(?:does|do|did|has|have)\s+(?:the\s+)?)(?:[A-Z][\w'-]*\s+){1,4}"
+    r"(?i:(?:report|say|said|write|written|claim|find|found)s?\s+(?:about|on|regarding)\s+)",
+)
+
+
+def answer_type_terms(question: str) -> dict[str, re.Pattern[str]]:
+    """Terms of ``question`` that name the kind of answer it wants, each with what such an
+    answer looks like: "dates" → a date, "how long" → a duration."""
+    found = {
+        term: _ANSWER_TYPES[term]
+        for term in content_terms(question, drop=QUESTION_FILLER)
+        if term in _ANSWER_TYPES
+    }
+    how = _HOW.match(question.strip())
+    if how and fold(how.group(1)) in _HOW_ANSWERS:
+        found[stem(fold(how.group(1)))] = _HOW_ANSWERS[fold(how.group(1))]
+    return found
+
+
 def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str, float], set[str]]:
     """The weighted terms of a question and its focus.
 
@@ -289,12 +339,25 @@ def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str
     and so do verbs that only say something happened ("from which dates do the rules apply",
     "what did the study find"); the focus is what the question asks about that is none of
     these, nor a number nor the topic of the page: a passage must mention some of it to answer
-    the question.
+    the question. A word inside the page's own phrase ("energy" in "defrost energy losses" on
+    a page about defrost losses) only narrows the topic and is no focus either.
     """
     names = entity_terms(question)
+    answer_types = answer_type_terms(question)
+    question = _SOURCE_LEAD.sub("", question.strip())
+    sequence = content_terms(question, drop=QUESTION_FILLER)
     query = {
-        term: (_NAME_SCALE if term in names or term in _GENERIC_VERBS else 1.0)
-        for term in content_terms(question, drop=QUESTION_FILLER)
+        term: (_NAME_SCALE if term in names or term in _GENERIC_VERBS else 1.0) for term in sequence
+    }
+    # Words in a row, with no stop word between them: "defrost energy losses".
+    adjacent = [
+        stem(token) if token not in STOP_WORDS and token not in QUESTION_FILLER else None
+        for token in tokens(question)
+    ]
+    modifiers = {
+        term
+        for before, term, after in zip(adjacent, adjacent[1:], adjacent[2:], strict=False)
+        if term and before in topic and after in topic and term not in topic
     }
     focus = {
         term
@@ -302,8 +365,9 @@ def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str
         if term not in names
         and term not in _GENERIC_VERBS
         and term not in topic
+        and term not in modifiers
         and term not in _ANSWER_WORDS
-        and term not in _ANSWER_TYPES
+        and term not in answer_types
         and not term[0].isdigit()
     }
     return query, focus
@@ -483,7 +547,9 @@ def _score_question(
     raw = page.retriever.get_scores(list(query))
     top = float(raw.max()) if len(raw) else 0.0
     wants_quantity = bool(_WANTS_QUANTITY.search(question.text))
-    answer_types = {term: _ANSWER_TYPES[term] for term in query if term in _ANSWER_TYPES}
+    answer_types = {
+        term: shape for term, shape in answer_type_terms(question.text).items() if term in query
+    }
     # A page whose title and first heading already say what the question asks about
     # ("Fare changes in 2025" for "What fare changes take effect in 2025?") answers in
     # sentences that need not repeat those words: there a sentence carrying a figure or

@@ -47,7 +47,7 @@ _RELATED_GROUPS = (
     "decrease decreased fall fell fallen decline declined drop dropped reduce reduced cut",
     "effect effects impact impacts consequence consequences influence",
     "performance perform efficiency efficient",
-    "forecast forecasts projection projected predicted expected estimate estimated target",
+    "forecast forecasts projection projected predicted expected estimate estimated target promised",
     "delay delays delayed late postponed",
     "noise noisy loud audible sound",
     "safety safe risk risks hazard accident accidents",
@@ -56,6 +56,7 @@ _RELATED_GROUPS = (
     "cause causes caused reason reasons driver drivers due because",
     "change changes changed new replaced replaces revised amended introduced longer",
     "apply applies applied effect effective force valid",
+    "energy electricity power consumption",
 )
 
 
@@ -94,8 +95,9 @@ def stem(word: str) -> str:
     ):
         if not word.endswith(suffix):
             continue
-        if suffix == "ly" and word.endswith("ply"):
-            # apply, supply, reply, comply are verbs, not adverbs.
+        if suffix == "ly" and (word.endswith("ply") or word[-3] in "ai" or len(word) < 6):
+            # apply, supply and reply are verbs, family and Tessaly nouns, early an adverb
+            # with no shorter form.
             continue
         base = word[: len(word) - len(suffix)] + replacement
         if suffix == "s" and word.endswith(("ss", "us", "is")):
@@ -119,6 +121,8 @@ def tokens(text: str) -> list[str]:
     for token in _TOKEN.findall(fold(text)):
         if token[0].isdigit():
             token = re.sub(r"(?<=\d),(?=\d{3}\b)", "", token)
+        elif token.endswith("'s"):
+            token = token[:-2]
         found.append(token)
     return found
 
@@ -221,11 +225,39 @@ def _is_heading_like(line: _Line) -> bool:
     return text[0].isupper() or text[0].isdigit() or text.startswith("#")
 
 
+def _shouts(text: str) -> bool:
+    letters = [char for char in text if char.isalpha()]
+    return len(letters) >= 8 and all(char.isupper() for char in letters)
+
+
+# "3. Ridership on the Line 3 extension", "2.1 Method": a numbered section heading, not a list.
+_NUMBERED_HEADING = re.compile(r"^\d{1,2}(?:\.\d{1,2})*\.?\s+[A-Z]")
+
+
+def _is_numbered_heading(lines: list["_Line | None"], index: int) -> bool:
+    line = lines[index]
+    assert line is not None
+    if not _NUMBERED_HEADING.match(line.text) or _TERMINAL.search(line.text):
+        return False
+    if len(line.text) > _MAX_HEADING_CHARS or len(line.text.split()) > _MAX_HEADING_WORDS:
+        return False
+    # A numbered list has neighbours that are numbered too; a heading has prose around it.
+    neighbours = [
+        lines[position]
+        for position in (index - 1, index + 1)
+        if 0 <= position < len(lines) and lines[position] is not None
+    ]
+    return not any(_BULLET.match(other.text) for other in neighbours if other is not None)
+
+
 def _continues(previous: _Line, following: _Line, *, hard_wrapped: bool) -> bool:
     """Whether ``following`` continues the paragraph of ``previous``."""
     if _TERMINAL.search(previous.text) or _BULLET.match(following.text):
         return False
     if _is_table_row(following) or _is_table_row(previous):
+        return False
+    if _shouts(previous.text):
+        # "SOLVIK ENERGY AGENCY - STATISTICAL NOTE" is a title line, not the start of prose.
         return False
     first = following.text[0]
     if first.islower():
@@ -296,6 +328,11 @@ def segment_text(text: str) -> list[Segment]:
                 segments.pop()
             segments.append(Segment(start, last.end, "table", paragraph, heading))
             index = rows_end + 1
+            continue
+        if _is_numbered_heading(lines, index):
+            heading = line.text
+            segments.append(Segment(line.start, line.end, "heading", paragraph, heading))
+            index += 1
             continue
         if _BULLET.match(line.text):
             for span in split_sentences(text, line.start, line.end):

@@ -53,3 +53,22 @@ def test_scripted_models_mistakes_are_refused_rejected_and_repaired(frozen):
     assert document["report"]["mode"] == "model"
     assert MISSING_EVIDENCE_ID not in str(document["report"])
     assert score.findings_with_evidence == score.factual_statements
+
+
+def test_the_extractive_report_of_every_task_states_its_key_facts_with_verified_evidence(frozen):
+    """The model layer's promise without a model: on the frozen corpus, every task's report
+    cites only verified evidence and states each of the task's gold facts."""
+    tasks = load_tasks()
+
+    missing: dict[str, list[str]] = {}
+    for task in tasks:
+        score = run_task(task, web=frozen, model=model_factory("extractive")).score
+        assert score.valid_citations == score.citations, task.id
+        assert score.verified_excerpts == score.evidence_items, task.id
+        assert score.findings_with_evidence == score.factual_statements, task.id
+        absent = [fact.id for fact in task.gold_facts if fact.id not in score.facts_stated]
+        if absent:
+            missing[task.id] = absent
+        assert score.covered_questions == score.required_questions, task.id
+
+    assert missing == {}

@@ -201,3 +201,58 @@ def test_an_abbreviation_the_page_defines_counts_as_its_long_form():
     ).value.evidence
 
     assert any("2.85" in item.excerpt for item in evidence)
+
+
+def test_a_how_long_question_is_answered_by_a_duration_even_without_digits():
+    text = (
+        "Sediment study finds lake recovery will be slow\n"
+        "The team took sediment cores across the lake in two summers.\n"
+        "The model suggests that even if external loads were halved, phosphorus concentrations "
+        "would stay high for around a decade because of the sediment store.\n"
+        "The study was funded by the regional research council and the water board.\n"
+    )
+
+    evidence = _extract(
+        text,
+        "How long could phosphorus released from lake sediments delay the recovery of the lake?",
+        title="Sediment study finds lake recovery will be slow",
+    ).value.evidence
+
+    assert any("around a decade" in item.excerpt for item in evidence)
+    assert not any("funded" in item.excerpt for item in evidence)
+
+
+def test_the_lead_naming_a_source_is_not_what_a_question_asks_about():
+    text = (
+        "Line 3 extension falls short of forecast\n"
+        "The council's scrutiny committee will report on the extension at a public meeting.\n"
+        "The new stations handled 48,200 boardings each weekday, well short of the 61,000 "
+        "weekday boardings promised in the business case.\n"
+    )
+
+    evidence = _extract(
+        text,
+        "What did the Harwick Courier report about Line 3 extension ridership compared with "
+        "the forecast?",
+        title="Line 3 extension falls short of forecast",
+    ).value.evidence
+
+    assert "48,200" in evidence[0].excerpt
+
+
+def test_numbered_and_shouted_title_lines_are_headings_not_quotable_sentences():
+    text = (
+        "SOLVIK ENERGY AGENCY - STATISTICAL NOTE SN-2023-07\n"
+        "Warm Homes heat pump grants, 2019 to June 2023\n\n"
+        "3. Ridership on the Line 3 extension\n"
+        "The five new stations recorded 48,200 boardings per weekday.\n\n"
+        "Steps:\n1. Apply online.\n2. Wait for the decision.\n"
+    )
+
+    segments = segment_text(text)
+    kinds = {text[s.start : s.end]: s.kind for s in segments}
+
+    assert kinds["SOLVIK ENERGY AGENCY - STATISTICAL NOTE SN-2023-07"] == "heading"
+    assert kinds["3. Ridership on the Line 3 extension"] == "heading"
+    assert segments[3].heading == "3. Ridership on the Line 3 extension"
+    assert "item" in {kinds.get("1. Apply online."), kinds.get("Apply online.")}

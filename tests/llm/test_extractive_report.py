@@ -169,3 +169,36 @@ def test_a_heading_that_dates_a_quotation_is_quoted_before_it():
     # A section number is not a figure, and a heading adding nothing stays out.
     assert texts["e2"] == "\u201cFares for the airport express are set separately.\u201d"
     assert texts["e3"] == "\u201cThe off-peak discount ends on 28 February 2025.\u201d"
+
+
+def test_loose_matches_are_left_out_when_enough_quotations_answer_the_question():
+    plan = make_plan("How much does the grant pay?")
+    evidence = [
+        make_evidence("e1", "The grant pays 25 per cent of the installed cost.", "q1"),
+        make_evidence("e2", "The maximum grant is SVC 4,000 per home.", "q1", source_id="s2"),
+        make_evidence("e3", "Our experts explain how much the grant pays.", "q1", relevance=0.45),
+    ]
+    sparse = [evidence[0], evidence[2]]
+
+    full = ExtractiveModelClient().synthesise(synthesis_request(plan, evidence)).value
+    thin = ExtractiveModelClient().synthesise(synthesis_request(plan, sparse)).value
+
+    def cited(report):
+        return {e for s in report.sections[0].statements for e in s.evidence_ids}
+
+    assert cited(full) == {"e1", "e2"}
+    # With only one answering quotation, the loose one is shown (and labelled by confidence).
+    assert cited(thin) == {"e1", "e3"}
+
+
+def test_a_report_with_one_question_shows_more_of_its_quotations():
+    plan = make_plan("What do heat pumps cost to run?")
+    evidence = [
+        make_evidence(f"e{n}", f"Survey {n} found running costs of {n},130 euros a year.", "q1")
+        for n in range(1, 13)
+    ]
+
+    report = ExtractiveModelClient().synthesise(synthesis_request(plan, evidence)).value
+
+    findings = [s for s in report.sections[0].statements if s.kind == "finding"]
+    assert len(findings) == 10
