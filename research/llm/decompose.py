@@ -52,7 +52,9 @@ _VERBS = word_set(
     receives received pay pays paid make makes made cost costs use uses used serve serves carry
     carries employ employs produce produces sell sells sold reach reaches reached need needs
     require requires take takes took generate generates change changes changed apply applies start
-    starts end ends rise rises rose fall falls fell increase increases decrease decreases"""
+    starts end ends rise rises rose fall falls fell increase increases decrease decreases open
+    opens close closes begin begins last lasts launch launches finish finishes peak peaks grow
+    grows happen happens occur occurs find finds show shows say says"""
 )
 _COMPARATIVES = {
     "better": "good",
@@ -213,6 +215,10 @@ def find_subject(first_part: str) -> Subject:
         return Subject(" ".join(words), measure.group("x"))
     lead = re.sub(rf"^(?:{_WH}\s+)?(?:{_AUX}\s+)?", "", text, flags=re.IGNORECASE)
     lead = re.sub(r"^(?:caused|causes|cause|drives|drove|explains?)\s+", "", lead, flags=re.I)
+    did = re.match(rf"^(?i:{_WH}\s+(?:do|does|did)\s+)(?P<x>.+?)\s+(?P<verb>[a-z]+)$", text)
+    if did and fold(did.group("verb")) in _VERBS and len(did.group("x").split()) >= 2:
+        # "When did the Line 3 extension open": the last word is the verb, not the thing.
+        return Subject(did.group("x"), did.group("x"))
     listed = _listed_items(lead)
     if listed is not None:
         # "the effects of remote work on pay, housing and commuting" is about remote work's

@@ -41,6 +41,7 @@ from research.llm.selection import (
     SUPPORTS_RELEVANCE,
     QuestionText,
     TermWeights,
+    answer_type_terms,
     question_terms,
     related_matches,
     select_passages,
@@ -215,11 +216,18 @@ class _CandidateRanker:
         self.weights = TermWeights(self.terms.values())
         self.rank = {c.source_id: place for place, c in enumerate(candidates)}
 
-    def score(self, question: PlanQuestion, candidate: CandidateSummary) -> float:
-        """How well ``candidate`` matches ``question``; 0 when it misses the question's focus."""
+    def score(
+        self, question: PlanQuestion, candidate: CandidateSummary, *, need_focus: bool = True
+    ) -> float:
+        """How well ``candidate`` matches ``question``; 0 when it misses the question's focus
+        (unless ``need_focus`` is false). Words naming the kind of answer ("which date", "how
+        long") say nothing about whether a title is on topic and are left out."""
         query, focus = question_terms(question.text)
+        for term in answer_type_terms(question.text):
+            query.pop(term, None)
         terms = self.terms[candidate.source_id]
-        if not query or (focus and not focus & (terms | related_matches(focus, terms).keys())):
+        misses_focus = bool(focus) and not focus & (terms | related_matches(focus, terms).keys())
+        if not query or (need_focus and misses_focus):
             return 0.0
         value = self.weights.coverage(query, terms, related_matches(query, terms))
         if candidate.preferred:
@@ -264,10 +272,15 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
         for candidate in unread:
             if candidate.source_id in chosen_sources:
                 continue
-            value = ranker.score(question, candidate)
             # A question that has evidence but needs corroboration accepts a weaker match:
             # the decider cannot see page text, and a second site is what the gate asks for.
-            threshold = CORROBORATION_READ_THRESHOLD if need.urgency == 1 else READ_THRESHOLD
+            # So does a question with no evidence once its searches are used up, and its
+            # candidates need not name what it asks (a title is short): reading the best weak
+            # match beats giving up unread.
+            last_resort = need.urgency == 0 and need.question.id in searched_out
+            value = ranker.score(question, candidate, need_focus=not last_resort)
+            weak_ok = need.urgency == 1 or last_resort
+            threshold = CORROBORATION_READ_THRESHOLD if weak_ok else READ_THRESHOLD
             if value < threshold:
                 continue
             # A second source from a site already backing the question adds no independent
@@ -298,6 +311,9 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
                 return query
         return None
 
+    # Questions whose searches were all made before this decision (a search proposed now may
+    # still bring better results, so it does not count).
+    searched_out = {need.question.id for need in needs if next_query(need) is None}
     for _ in range(MAX_ACTIONS):
         progressed = False
         for need in needs:

@@ -24,6 +24,7 @@ from research.llm.selection import (
     NEAR_DUPLICATE,
     SUPPORTS_RELEVANCE,
     TermWeights,
+    answer_type_terms,
     jaccard,
     question_terms,
 )
@@ -124,10 +125,47 @@ def _affinities(request: SynthesisRequest) -> dict[tuple[str, str], float]:
     found = {}
     for item in request.evidence:
         for question_id in item.question_ids:
-            if question_id in questions:
-                query, _ = question_terms(questions[question_id].text)
-                found[(question_id, item.id)] = weights.coverage(query, terms[item.id])
+            if question_id not in questions:
+                continue
+            text = questions[question_id].text
+            query, _ = question_terms(text)
+            # "On which dates…" is answered by a quotation carrying a date (or standing under
+            # a dated heading), not by one repeating the word.
+            answered = {
+                term
+                for term, shape in answer_type_terms(text).items()
+                if shape.search(item.excerpt) or shape.search(item.locator.heading or "")
+            }
+            found[(question_id, item.id)] = weights.coverage(query, terms[item.id] | answered)
     return found
+
+
+def _homes(
+    evidence: list[Evidence],
+    affinity: dict[tuple[str, str], float],
+    order: dict[str, int],
+    limit: int,
+) -> dict[str, str]:
+    """The question each quotation is shown under: the one it speaks to most specifically,
+    unless that section is full and another question it answers has room. Strongest
+    quotations choose first, so a full section never pushes out its best ones."""
+    homes: dict[str, str] = {}
+    load: dict[str, int] = defaultdict(int)
+
+    def best_affinity(item: Evidence) -> float:
+        return max((affinity.get((qid, item.id), 0.0) for qid in item.question_ids), default=0.0)
+
+    for item in sorted(evidence, key=lambda e: (-e.relevance_bp, -best_affinity(e), e.id)):
+        candidates = sorted(
+            (qid for qid in item.question_ids if qid in order),
+            key=lambda qid: (-affinity.get((qid, item.id), 0.0), order[qid]),
+        )
+        if not candidates:
+            continue
+        chosen = next((qid for qid in candidates if load[qid] < limit), candidates[0])
+        homes[item.id] = chosen
+        load[chosen] += 1
+    return homes
 
 
 def _section(
@@ -229,14 +267,8 @@ def write_extractive_report(request: SynthesisRequest) -> Report:
     required = set(plan.required_question_ids)
     affinity = _affinities(request)
     order = {question.id: place for place, question in enumerate(plan.questions)}
-    home = {
-        item.id: min(
-            (qid for qid in item.question_ids if qid in order),
-            key=lambda qid: (-affinity.get((qid, item.id), 0.0), order[qid]),
-        )
-        for item in request.evidence
-        if any(qid in order for qid in item.question_ids)
-    }
+    limit = MAX_FINDINGS_SOLE_QUESTION if len(plan.questions) == 1 else MAX_FINDINGS_PER_QUESTION
+    home = _homes(request.evidence, affinity, order, limit)
     for question in plan.questions:
         items = by_question.get(question.id, [])
         if not items:
@@ -255,9 +287,7 @@ def write_extractive_report(request: SynthesisRequest) -> Report:
             affinity,
             home,
             position=len(sections) + 1,
-            limit=MAX_FINDINGS_SOLE_QUESTION
-            if len(plan.questions) == 1
-            else MAX_FINDINGS_PER_QUESTION,
+            limit=limit,
         )
         sections.append(section)
         if question.id in required and len(summary) < MAX_SUMMARY_FINDINGS:

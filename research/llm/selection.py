@@ -65,17 +65,22 @@ _ANSWER_WORDS = frozenset({"caus", "cause", "reason", "driver", "drive", "factor
 _SHORT_WORDS = 8
 _SHORT_PENALTY = 0.1
 _RELATED_CREDIT = 0.5
-# Sentences about the document rather than the world ("This page summarises…", "Published 1
-# December 2023 by the Buildings Division.").
+# Sentences about the document rather than the world ("This page summarises…").
 _META = re.compile(
     r"^(?:this|the)\s+(?:page|article|note|report|section|document|post|paper|summary|chapter)\s+"
     r"(?:summari[sz]\w*|describ\w*|explain\w*|gives?|sets? out|presents?|covers?|looks? at|"
-    r"reports?|is about)\b"
-    r"|^(?:(?:first\s+|originally\s+)?published|posted|updated|last\s+(?:updated|modified|"
+    r"reports?|is about)\b",
+    re.IGNORECASE,
+)
+# A page's own publication data ("Published 1 December 2023 by the Buildings Division.",
+# "Cite as: arXiv:2311.04567."): an answer only to a question about the publication.
+_PUBLICATION_LINE = re.compile(
+    r"^(?:(?:first\s+|originally\s+)?published|posted|updated|last\s+(?:updated|modified|"
     r"reviewed|edited)|written|filed)\b(?:\s+(?:on|by|in|at))?\s+(?:\d|[A-Z])"
     r"|^(?:cite\s+(?:this|as)|how\s+to\s+cite|doi|permalink)\b",
     re.IGNORECASE,
 )
+_ABOUT_PUBLICATION = frozenset({"publish", "public", "cite", "citation", "updat", "update"})
 _META_PENALTY = 0.2
 # Text addressed to AI systems rather than to readers: prompt-injection attempts. It can
 # never steer the program (the decider never sees page text), but quoting it as a finding
@@ -131,6 +136,16 @@ _HOW_ANSWERS = {
     "old": _QUANTITY,
 }
 _HOW = re.compile(r"^how\s+(\w+)\b", re.IGNORECASE)
+_TAKES_EFFECT = re.compile(
+    r"\b(?:take|takes|took|come|comes|came|enter|enters|entered)\s+(?:into\s+)?(?:effect|force)\b",
+    re.IGNORECASE,
+)
+# "…take effect…", "when…": answered by dates. The phrase says when, not what.
+_ASKS_WHEN = re.compile(
+    r"^when\b|\b(?:take|takes|took|come|comes|came|enter|enters|entered)\s+(?:into\s+)?"
+    r"(?:effect|force)\b",
+    re.IGNORECASE,
+)
 _NAMED_ONLY_CREDIT = 0.5
 # Verbs a question uses to say that something happened, not what it asks about (stemmed).
 _GENERIC_VERBS = frozenset(
@@ -345,6 +360,7 @@ def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str
     names = entity_terms(question)
     answer_types = answer_type_terms(question)
     question = _SOURCE_LEAD.sub("", question.strip())
+    question = _TAKES_EFFECT.sub(" ", question)
     sequence = content_terms(question, drop=QUESTION_FILLER)
     query = {
         term: (_NAME_SCALE if term in names or term in _GENERIC_VERBS else 1.0) for term in sequence
@@ -554,10 +570,19 @@ def _score_question(
     # ("Fare changes in 2025" for "What fare changes take effect in 2025?") answers in
     # sentences that need not repeat those words: there a sentence carrying a figure or
     # a date may stand on the page's topic instead of its own wording.
+    # That holds for questions answered by figures and dates, not for "which types can no
+    # longer get the grant", whose answer is in words the passage must say.
     subject_query = {term: scale for term, scale in query.items() if term not in answer_types}
-    on_topic = page.weights.coverage(subject_query, page.topic_terms) >= _ON_TOPIC_COVERAGE
+    figures_answer = bool(answer_types) or wants_quantity or bool(_ASKS_WHEN.search(question.text))
+    on_topic = (
+        figures_answer
+        and page.weights.coverage(subject_query, page.topic_terms) >= _ON_TOPIC_COVERAGE
+    )
+    about_publication = bool(_ABOUT_PUBLICATION & query.keys())
     for position, index in enumerate(page.usable):
         passage = page.passage(index)
+        if not about_publication and _PUBLICATION_LINE.match(passage):
+            continue
         heading = page.segments[index].heading
         answered = {
             term

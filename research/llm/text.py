@@ -33,7 +33,7 @@ QUESTION_FILLER = word_set(
     """compare compared comparison comparing differ difference differences versus vs key main
     characteristic characteristics evidence say says known describe explain overview aspect
     aspects respect respects term terms strength strengths weakness weaknesses well suited
-    regarding concerning important notable number amount"""
+    regarding concerning important notable number amount type types kind kinds sort sorts"""
 )
 
 # Words a question and its answer often use for the same thing ("over budget" / "overrun",
@@ -54,7 +54,7 @@ _RELATED_GROUPS = (
     "employment employees workers staff jobs",
     "revenue revenues sales income turnover",
     "cause causes caused reason reasons driver drivers due because",
-    "change changes changed new replaced replaces revised amended introduced longer",
+    "change changes changed new replaced replaces revised amended introduced",
     "apply applies applied effect effective force valid",
     "energy electricity power consumption",
 )

@@ -143,3 +143,23 @@ def test_supporting_questions_come_after_required_ones_and_get_one_search():
         make_brief(plan, coverage=[_covered("q1", "s1", "s2")], recent_queries=[actions[1].query])
     )
     assert [a.type for a in later] == ["finish"]
+
+
+def test_with_searches_used_up_the_best_weak_match_is_read_rather_than_nothing():
+    question = "On what date did toxin levels in Lake Tessaly peak in 2023?"
+    plan = make_plan(question, objective=question)
+    from research.llm.decompose import search_queries
+
+    tried = search_queries(question, objective=question)
+    candidates = [
+        candidate("s1", "Lake Tessaly bloom season 2023: monitoring summary", domain="water.test"),
+        candidate("s2", "Line 3 extension opens", domain="transit.test"),
+    ]
+
+    fresh = _decide(make_brief(plan, candidates=candidates))
+    exhausted = _decide(make_brief(plan, candidates=candidates, recent_queries=tried))
+
+    # While searches remain, a title that names nothing the question asks is not read...
+    assert "read" not in [a.type for a in fresh]
+    # ...once they are used up, the best weak match is, and the unrelated page is not.
+    assert [(a.type, a.source_id) for a in exhausted] == [("read", "s1")]

@@ -256,3 +256,19 @@ def test_numbered_and_shouted_title_lines_are_headings_not_quotable_sentences():
     assert kinds["3. Ridership on the Line 3 extension"] == "heading"
     assert segments[3].heading == "3. Ridership on the Line 3 extension"
     assert "item" in {kinds.get("1. Apply online."), kinds.get("Apply online.")}
+
+
+def test_on_a_page_about_the_topic_a_figure_answers_only_questions_that_want_one():
+    text = (
+        "Warm Homes heat pump grant: results 2019-2023\n"
+        "Air-to-water heat pumps made up 62 per cent of the grants paid since 2019.\n"
+        "Exhaust-air heat pumps are no longer eligible for applications received from 2024.\n"
+        "The agency publishes the results of the grant every spring on its website.\n"
+    )
+    title = "Warm Homes heat pump grant: results 2019-2023"
+
+    words = _extract(text, "Which heat pumps can no longer get the Warm Homes grant?", title=title)
+    figures = _extract(text, "How many Warm Homes heat pump grants were paid?", title=title)
+
+    assert [e.excerpt[:12] for e in words.value.evidence] == ["Exhaust-air "]
+    assert any("62 per cent" in e.excerpt for e in figures.value.evidence)

@@ -203,3 +203,11 @@ def test_an_elliptical_or_pronoun_follow_up_borrows_the_first_part() -> None:
     assert (
         bloom[1] == "How high did toxin levels get in the case of the 2023 bloom on Lake Tessaly?"
     )
+
+
+def test_the_verb_closing_a_when_question_is_not_part_of_its_subject() -> None:
+    texts = _texts(
+        _plan("When did the Line 3 extension in Harwick open, and how far over budget did it go?")
+    )
+
+    assert texts[1] == "How far over budget did the Line 3 extension in Harwick go?"

@@ -202,3 +202,20 @@ def test_a_report_with_one_question_shows_more_of_its_quotations():
 
     findings = [s for s in report.sections[0].statements if s.kind == "finding"]
     assert len(findings) == 10
+
+
+def test_a_full_section_passes_quotations_to_another_question_they_answer():
+    plan = make_plan(
+        "What fare changes take effect in 2025?", "On which dates do fare changes take effect?"
+    )
+    evidence = [
+        make_evidence(
+            f"e{n}", f"From {n} March 2025 the fare for zone {n} rises by {n} cents.", "q1", "q2"
+        )
+        for n in range(1, 10)
+    ]
+
+    report = ExtractiveModelClient().synthesise(synthesis_request(plan, evidence)).value
+
+    shown = {e for section in report.sections for s in section.statements for e in s.evidence_ids}
+    assert shown == {item.id for item in evidence}
