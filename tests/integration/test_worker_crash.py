@@ -136,19 +136,25 @@ def test_killed_worker_is_replaced_and_the_run_completes_without_duplicates(
     owner, web, start_worker
 ):
     run = approved_run(owner, web)
+    # Pages are held, so the first worker is certainly mid-read when it is killed, however
+    # quickly the run would otherwise cover its questions.
+    release = web.hold(*{document.path for document in web.documents})
     first = start_worker("worker-1")
     services.plan_approve(run=run, expected_version=run.plan_version)  # enqueues on commit
 
     wait_for(
-        lambda: ResearchStep.objects.filter(run=run, kind="read", status="succeeded").exists(),
+        lambda: ResearchStep.objects.filter(
+            run=run, kind="read", status__in=["pending", "running"]
+        ).exists(),
         seconds=60,
-        what="the first worker to read a source",
+        what="the first worker to start reading a source",
     )
     run.refresh_from_db()
     assert run.status == "researching" and run.lease_owner
     dead_owner = run.lease_owner
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=10)
+    release.set()
     steps_before = ResearchStep.objects.filter(run=run, status="succeeded").count()
 
     start_worker("worker-2")
