@@ -29,8 +29,8 @@ from research.engine.citations import (
     safe_source_url,
 )
 from research.engine.contracts import Evidence, Report, SourceSummary, Statement, Usage
-from research.forms import REPORT_TEMPLATES, template_sections
 from research.models import ResearchEvidence, ResearchRun, ResearchSource
+from research.report_templates import REPORT_TEMPLATES, template_sections
 from research.store import evidence_from_row
 
 logger = logging.getLogger(__name__)

@@ -43,6 +43,7 @@ from research.engine.ports import AcquisitionErrorKind, LeaseLost
 from research.engine.states import RunStatus, check_transition, is_terminal
 from research.engine.urls import UnsupportedURLError, canonical_url, hostname, url_hash
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
+from research.report_templates import template_sections
 from research.services import steps_cancel_unfinished
 
 _SOURCE_KIND = {
@@ -110,6 +111,7 @@ class DjangoStore:
                 pause_requested=run.pause_requested, cancel_requested=run.cancel_requested
             ),
             resume_phase=run.resume_phase or None,
+            requested_sections=list(template_sections(run.report_template)),
         )
 
     def transition(

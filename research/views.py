@@ -56,7 +56,6 @@ from research.exports import (
     report_pdf,
 )
 from research.forms import (
-    REPORT_TEMPLATES,
     ComposerForm,
     DashboardFilterForm,
     EditorOperation,
@@ -70,9 +69,9 @@ from research.forms import (
     plan_editor_for,
     plan_from_editor,
     plans_equal,
-    template_sections,
 )
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
+from research.report_templates import REPORT_TEMPLATES, template_sections
 from research.services import PlanVersionConflict, RunActionError
 
 RUNS_PER_PAGE = 25

@@ -649,6 +649,8 @@ class RunSnapshot(Contract):
     state: WorkingState = Field(default_factory=WorkingState)
     controls: RunControls = Field(default_factory=RunControls)
     resume_phase: RunStatus | None = None
+    # Sections the run's report template requires; the plan's deliverable always lists them.
+    requested_sections: list[ShortText] = Field(default_factory=list)
 
 
 StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped", "cancelled"]
@@ -692,6 +694,8 @@ class PlanRequest(Contract):
     constraints: list[str] = Field(default_factory=list)
     previous_plan: ResearchPlan | None = None
     refinement: str | None = None
+    # Sections the report must contain (from the run's report template).
+    requested_sections: list[ShortText] = Field(default_factory=list)
     # The most output tokens the call may produce; clients pass it on as the completion
     # limit so the run's hard output-token budget holds. ``None``: the client's default.
     max_output_tokens: int | None = Field(default=None, ge=1)

@@ -654,6 +654,7 @@ class Orchestrator:
             budget=run.budget,
             previous_plan=run.plan,
             refinement=refinement,
+            requested_sections=run.requested_sections,
             max_output_tokens=OUTPUT_TOKEN_CAPS["plan"],
         )
         key = f"plan:v{version}#{uuid.uuid4().hex[:12]}"
@@ -671,7 +672,9 @@ class Orchestrator:
                 f"The research plan could not be drafted: {error.reason}", error.usage
             ) from None
         ledger.settle(key, result.usage)
-        plan = _with_required_question(result.value)
+        plan = _with_requested_sections(
+            _with_required_question(result.value), run.requested_sections
+        )
         if not self._store.save_plan(run.id, plan=plan, expected_version=run.plan_version):
             raise fail("The plan was changed by someone else while it was drafted.", result.usage)
         if revising:
@@ -2220,6 +2223,18 @@ def _with_required_question(plan: ResearchPlan) -> ResearchPlan:
         return plan
     first = plan.questions[0].model_copy(update={"priority": "required"})
     return plan.model_copy(update={"questions": [first, *plan.questions[1:]]})
+
+
+def _with_requested_sections(plan: ResearchPlan, sections: Sequence[str]) -> ResearchPlan:
+    """The report template's sections belong in the plan whatever the planner wrote: the
+    synthesiser writes what the plan's deliverable lists."""
+    listed = list(plan.deliverable.requested_sections)
+    present = {section.casefold() for section in listed}
+    missing = [section for section in sections if section.casefold() not in present]
+    if not missing:
+        return plan
+    deliverable = plan.deliverable.model_copy(update={"requested_sections": listed + missing})
+    return plan.model_copy(update={"deliverable": deliverable})
 
 
 def _usable_candidate(url: str, policy: SourcePolicy) -> bool:

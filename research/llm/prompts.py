@@ -133,6 +133,8 @@ Rules:
 - The source policy and the budget are fixed by the user and shown for information only. The
   plan cannot change them: do not ask for more sources, more searches, more time, or domains the
   policy excludes, and do not plan research that only such sources could answer.
+- When requested_sections are given, the report must have those sections: list them in
+  deliverable.requested_sections and plan questions that gather what each section needs.
 - When a previous plan and a refinement are given, revise the previous plan to follow the
   refinement: keep the ids of questions you keep, give new questions new ids."""
 
@@ -154,6 +156,8 @@ def planner_prompt(request: PlanRequest) -> Prompt:
         facts["previous_plan"] = request.previous_plan.model_dump(mode="json")
     if request.refinement:
         facts["refinement"] = request.refinement
+    if request.requested_sections:
+        facts["requested_sections"] = request.requested_sections
     return Prompt(
         phase="planner",
         system=f"{_PLANNER_ROLE}\n\n{_output_rule(ResearchPlan)}",

@@ -129,3 +129,19 @@ def test_research_further_carries_verified_evidence_into_the_new_run(owner, froz
         for evidence_id in statement["evidence_ids"]
     }
     assert cited <= set(ResearchEvidence.objects.filter(run=child).values_list("pk", flat=True))
+
+
+def test_a_report_templates_sections_are_in_the_plan_even_when_approved_unedited(
+    owner, frozen_settings
+):
+    from research.report_templates import template_sections
+
+    run = services.run_create(
+        owner=owner, question=QUESTION, depth="quick", report_template="due_diligence"
+    )
+    advance_run(str(run.pk))
+    run.refresh_from_db()
+
+    assert run.status == "awaiting_approval", run.last_error
+    sections = run.plan["deliverable"]["requested_sections"]
+    assert sections == list(template_sections("due_diligence"))

@@ -147,3 +147,15 @@ def test_the_repair_round_shows_the_problems_and_the_previous_draft():
 
     assert "Statement c3 cites unknown evidence e7." in prompt.user
     assert "UNTRUSTED_DRAFT" in prompt.user
+
+
+def test_the_planner_is_given_the_sections_the_report_template_requires():
+    request = plan_request(
+        "Should we buy Acme Heat?", requested_sections=["Key facts", "Risks and gaps"]
+    )
+
+    prompt = planner_prompt(request)
+
+    assert '"requested_sections"' in prompt.user and "Risks and gaps" in prompt.user
+    assert "deliverable.requested_sections" in prompt.system
+    assert '"requested_sections"' not in planner_prompt(plan_request("Acme Heat")).user
