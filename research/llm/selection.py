@@ -6,10 +6,14 @@ returned relevance means (0–1: how much of what the question asks about the pa
 Terms of the document's title count as half-present in every passage, because every sentence of
 a page about "Line 3" is about Line 3 even when it does not repeat the name. A passage must
 still mention what the question asks about (not only whom it is about) to qualify; a related
-word ("overrun" for "budget") half-matches. Passages of the wanted shape (a number for "how
-many", a cause for "why") earn a bonus; captions, sentences about the document itself and
-sentences pointing back to text they cannot be quoted with lose some. Picks are spread with
-maximal marginal relevance over term overlap, so near-duplicates do not crowd out new facts.
+word ("overrun" for "budget") half-matches, and so does an abbreviation the page defines
+("SPF" for "seasonal performance factor"). Words naming the kind of answer ("which dates",
+"how long") are matched by an answer of that kind — a date in the passage or in the heading it
+stands under, a duration — not by repeating the word. Passages of the wanted shape (a number
+for "how many", a cause for "why") earn a bonus; captions, sentences about the document itself
+and sentences pointing back to text they cannot be quoted with lose some; the page's own
+publication lines are left out. Picks are spread with maximal marginal relevance over term
+overlap, so near-duplicates do not crowd out new facts.
 """
 
 import math
