@@ -215,16 +215,24 @@ class _CandidateRanker:
         }
         self.weights = TermWeights(self.terms.values())
         self.rank = {c.source_id: place for place, c in enumerate(candidates)}
+        self._questions: dict[str, tuple[dict[str, float], set[str]]] = {}
+
+    def _terms_of(self, text: str) -> tuple[dict[str, float], set[str]]:
+        """A question's terms and focus, without the words naming the kind of answer ("which
+        date", "how long"): they say nothing about whether a title is on topic."""
+        if text not in self._questions:
+            query, focus = question_terms(text)
+            for term in answer_type_terms(text):
+                query.pop(term, None)
+            self._questions[text] = (query, focus)
+        return self._questions[text]
 
     def score(
         self, question: PlanQuestion, candidate: CandidateSummary, *, need_focus: bool = True
     ) -> float:
         """How well ``candidate`` matches ``question``; 0 when it misses the question's focus
-        (unless ``need_focus`` is false). Words naming the kind of answer ("which date", "how
-        long") say nothing about whether a title is on topic and are left out."""
-        query, focus = question_terms(question.text)
-        for term in answer_type_terms(question.text):
-            query.pop(term, None)
+        (unless ``need_focus`` is false)."""
+        query, focus = self._terms_of(question.text)
         terms = self.terms[candidate.source_id]
         misses_focus = bool(focus) and not focus & (terms | related_matches(focus, terms).keys())
         if not query or (need_focus and misses_focus):

@@ -121,19 +121,22 @@ def _affinities(request: SynthesisRequest) -> dict[tuple[str, str], float]:
     """How specifically each excerpt speaks to each question it was extracted for."""
     terms = {item.id: frozenset(content_terms(item.excerpt)) for item in request.evidence}
     weights = TermWeights(terms.values())
-    questions = {question.id: question for question in request.plan.questions}
+    # Per question: its weighted terms and the words naming the kind of answer it wants.
+    questions = {
+        question.id: (question_terms(question.text)[0], answer_type_terms(question.text))
+        for question in request.plan.questions
+    }
     found = {}
     for item in request.evidence:
         for question_id in item.question_ids:
             if question_id not in questions:
                 continue
-            text = questions[question_id].text
-            query, _ = question_terms(text)
+            query, answer_types = questions[question_id]
             # "On which dates…" is answered by a quotation carrying a date (or standing under
             # a dated heading), not by one repeating the word.
             answered = {
                 term
-                for term, shape in answer_type_terms(text).items()
+                for term, shape in answer_types.items()
                 if shape.search(item.excerpt) or shape.search(item.locator.heading or "")
             }
             found[(question_id, item.id)] = weights.coverage(query, terms[item.id] | answered)

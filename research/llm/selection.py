@@ -145,11 +145,7 @@ _TAKES_EFFECT = re.compile(
     re.IGNORECASE,
 )
 # "…take effect…", "when…": answered by dates. The phrase says when, not what.
-_ASKS_WHEN = re.compile(
-    r"^when\b|\b(?:take|takes|took|come|comes|came|enter|enters|entered)\s+(?:into\s+)?"
-    r"(?:effect|force)\b",
-    re.IGNORECASE,
-)
+_ASKS_WHEN = re.compile(rf"^when\b|{_TAKES_EFFECT.pattern}", re.IGNORECASE)
 _NAMED_ONLY_CREDIT = 0.5
 # Verbs a question uses to say that something happened, not what it asks about (stemmed).
 _GENERIC_VERBS = frozenset(
