@@ -336,14 +336,18 @@ class OpenAICompatibleClient:
         model = self.config.model_for(phase)
         mode = self._initial_mode(model)
         limit_field = remembered_limit_field(self._endpoint, model)
+        switched = False  # one switch per call: a server refusing both fields must not loop
         while True:
             try:
                 completion = self._request(
                     phase, model, messages, mode, schema, {limit_field: limit} if limit else {}
                 )
             except (openai.BadRequestError, openai.UnprocessableEntityError) as error:
-                other_field = self._other_limit_field(limit_field, error) if limit else None
+                other_field = (
+                    self._other_limit_field(limit_field, error) if limit and not switched else None
+                )
                 if other_field is not None:
+                    switched = True
                     limit_field = other_field
                     _remember_limit_field(self._endpoint, model, limit_field)
                     continue

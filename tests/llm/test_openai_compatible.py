@@ -474,3 +474,18 @@ def test_an_answer_cut_off_at_the_limit_is_repaired_with_that_reason(fake_openai
     assert result.value.questions
     repair = fake_openai.requests[1].messages[-1]["content"]
     assert "cut off at the 50-token output limit" in repair
+
+
+def test_a_server_refusing_both_limit_fields_fails_clearly_instead_of_looping(
+    fake_openai, make_client
+):
+    fake_openai.queue(
+        error(400, "Unsupported parameter: 'max_tokens'. Use 'max_completion_tokens' instead."),
+        error(400, "Unsupported parameter: 'max_completion_tokens'. Use 'max_tokens' instead."),
+    )
+
+    with pytest.raises(ModelError) as raised:
+        make_client(model="odd-model").plan(plan_request("Heat pumps", max_output_tokens=800))
+
+    assert len(fake_openai.requests) == 2
+    assert "max_completion_tokens" in raised.value.reason
