@@ -9,18 +9,24 @@ RUN_STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lint bench evals worker
+.PHONY: run test install lint lock bench evals worker
+
+# Everything is installed from the committed lock (uv.lock, exported with hashes to
+# requirements/*.txt so that plain pip on a fresh machine installs exactly it; see
+# docs/dependencies.md). `make lock` refreshes both after a change to pyproject.toml.
+PIP := $(BIN)/python -m pip --disable-pip-version-check --quiet
+PIP_LOCKED := $(PIP) install --require-hashes --no-deps
 
 # The app alone for `make run`; the app plus test tools for everything else.
-$(RUN_STAMP): pyproject.toml
+$(RUN_STAMP): requirements/app.txt pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.11 or newer is needed and none was found on PATH."; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	$(PIP_LOCKED) -r requirements/app.txt
+	$(PIP) install --no-deps --no-build-isolation -e .
 	@touch $(RUN_STAMP)
 
-$(STAMP): $(RUN_STAMP)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+$(STAMP): $(RUN_STAMP) requirements/dev.txt
+	$(PIP_LOCKED) -r requirements/dev.txt
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -36,6 +42,12 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+# Re-resolve the lock after editing pyproject.toml (needs the package index).
+lock: $(STAMP)
+	$(BIN)/uv lock
+	$(BIN)/uv export --frozen --no-emit-project --group build --format requirements-txt -q -o requirements/app.txt
+	$(BIN)/uv export --frozen --no-emit-project --group build --extra dev --format requirements-txt -q -o requirements/dev.txt
 
 bench: $(STAMP)
 	$(BIN)/python evals/bench_engine.py

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -113,9 +113,23 @@ def _sqlite(path: Path) -> dict:
     }
 
 
+# Redis has 16 databases unless the server is configured otherwise; an index above that fails
+# on every command, so it is refused at start-up instead.
+REDIS_DATABASES = 16
+
+
 @dataclass(frozen=True)
 class RedisURL:
     url: str
+
+    def with_timeouts(self, *, socket_timeout: int, connect_timeout: int) -> str:
+        """The URL with explicit socket timeouts as query parameters (redis-py reads them from
+        the URL), unless the operator already wrote them there."""
+        parts = urlsplit(self.url)
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
+        query.setdefault("socket_timeout", str(socket_timeout))
+        query.setdefault("socket_connect_timeout", str(connect_timeout))
+        return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 def redis_url(raw: str) -> RedisURL | None:
@@ -139,8 +153,15 @@ def redis_url(raw: str) -> RedisURL | None:
     if parts.scheme == "unix" and not parts.path:
         raise ConfigError("REDIS_URL with unix:// must name a socket path.")
     db = parts.path.lstrip("/")
-    if db and not db.isdigit() and parts.scheme != "unix":
+    if parts.scheme == "unix":
+        db = dict(parse_qsl(parts.query)).get("db", "")
+    if db and not db.isdigit():
         raise ConfigError(
             f"REDIS_URL database must be a number, like redis://host:6379/0, not {db!r}."
+        )
+    if db and int(db) >= REDIS_DATABASES:
+        raise ConfigError(
+            f"REDIS_URL database {db} does not exist on a standard Redis server, which has "
+            f"databases 0 to {REDIS_DATABASES - 1}."
         )
     return RedisURL(raw)

@@ -159,16 +159,25 @@ _DRAMATIQ_MIDDLEWARE = [
     "django_dramatiq.middleware.DbConnectionsMiddleware",
     "research.reaper.ReaperMiddleware",
 ]
+# Explicit Redis socket timeouts. redis-py 8 defaults to 5 s, the same as channels-redis'
+# blocking read (BZPOPMIN with a 5-s timeout), so a quiet WebSocket's read timed out and the
+# socket was closed with 1011. The read timeout must stay above that 5 s; 15 s leaves room for
+# a slow server while still noticing a dead connection.
+REDIS_SOCKET_TIMEOUT = env_int("REDIS_SOCKET_TIMEOUT", 15, minimum=6)
+REDIS_CONNECT_TIMEOUT = env_int("REDIS_CONNECT_TIMEOUT", 5, minimum=1)
 if REDIS:
+    _REDIS_URL = REDIS.with_timeouts(
+        socket_timeout=REDIS_SOCKET_TIMEOUT, connect_timeout=REDIS_CONNECT_TIMEOUT
+    )
     DRAMATIQ_BROKER = {
         "BROKER": "dramatiq.brokers.redis.RedisBroker",
-        "OPTIONS": {"url": REDIS.url},
+        "OPTIONS": {"url": _REDIS_URL},
         "MIDDLEWARE": _DRAMATIQ_MIDDLEWARE,
     }
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS.url]},
+            "CONFIG": {"hosts": [_REDIS_URL]},
         }
     }
 else:

@@ -38,6 +38,8 @@ def manage(*args: str, env: dict[str, str], tmp_path: Path) -> subprocess.Comple
         ("REDIS_URL", "http://127.0.0.1:6379"),
         ("REDIS_URL", "redis://:6379/0"),
         ("REDIS_URL", "redis://127.0.0.1:port/0"),
+        ("REDIS_URL", "redis://127.0.0.1:6379/16"),
+        ("REDIS_SOCKET_TIMEOUT", "5"),
         ("DEBUG", "maybe"),
         ("RESEARCH_SEARCH_PROVIDERS", "bing"),
         ("RESEARCH_FETCH_CONNECT_TIMEOUT", "soon"),
@@ -114,6 +116,17 @@ def test_postgresql_url_is_parsed(tmp_path):
 def test_redis_url_empty_means_embedded_mode():
     assert redis_url("") is None
     assert redis_url("redis://127.0.0.1:6379/2").url == "redis://127.0.0.1:6379/2"
+
+
+def test_redis_gets_explicit_socket_timeouts_unless_the_url_sets_them():
+    plain = redis_url("redis://127.0.0.1:6379/2")
+    assert plain.with_timeouts(socket_timeout=15, connect_timeout=5) == (
+        "redis://127.0.0.1:6379/2?socket_timeout=15&socket_connect_timeout=5"
+    )
+    own = redis_url("redis://127.0.0.1:6379/2?socket_timeout=40")
+    assert own.with_timeouts(socket_timeout=15, connect_timeout=5) == (
+        "redis://127.0.0.1:6379/2?socket_timeout=40&socket_connect_timeout=5"
+    )
 
 
 def test_short_secret_key_is_refused(tmp_path):
