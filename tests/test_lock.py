@@ -43,15 +43,18 @@ def run_uv(*args: str) -> subprocess.CompletedProcess[str]:
 def test_lock_agrees_with_pyproject():
     result = run_uv("lock", "--check", "--offline")
     assert result.returncode == 0, (
-        "uv.lock does not match pyproject.toml; run `make lock` and commit both.\n"
-        + result.stderr
+        "uv.lock does not match pyproject.toml; run `make lock` and commit both.\n" + result.stderr
     )
 
 
 @pytest.mark.parametrize("path", sorted(EXPORTS))
 def test_exported_requirements_are_the_lock(path):
     result = run_uv(
-        "export", "--frozen", "--no-emit-project", *EXPORTS[path], "--format",
+        "export",
+        "--frozen",
+        "--no-emit-project",
+        *EXPORTS[path],
+        "--format",
         "requirements-txt",
     )
     assert result.returncode == 0, result.stderr
