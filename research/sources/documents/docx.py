@@ -50,7 +50,6 @@ class _Names:
     def __init__(self, namespace: str) -> None:
         w = "{" + namespace + "}"
         self.w = w
-        self.body = w + "body"
         self.p, self.tbl, self.tr, self.tc = w + "p", w + "tbl", w + "tr", w + "tc"
         self.sdt, self.sdt_content, self.custom_xml = w + "sdt", w + "sdtContent", w + "customXml"
         self.ppr, self.pstyle, self.outline, self.numpr = (
