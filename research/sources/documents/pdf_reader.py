@@ -43,13 +43,19 @@ _EXIT_OUT_OF_MEMORY = 86
 _SUBJECT = "This file"
 
 
+class PdfReaderUnavailable(RuntimeError):
+    """The reader process could not be started: the server's fault, not the file's, so the
+    caller should say "try again later" instead of refusing the document."""
+
+
 def read_pdf(data: bytes, *, limits: DocumentLimits) -> tuple[ExtractedText, bool]:
     """Extract a PDF's text in a reader process; return ``(ExtractedText, truncated)``.
 
     ``truncated`` says that pages past the reader's page limit or text past
     ``limits.max_text_bytes`` were left out. Raises ``DocumentRefused`` when the PDF cannot
     be read, takes longer than ``limits.pdf_timeout_seconds`` or needs more than
-    ``limits.pdf_memory_bytes``.
+    ``limits.pdf_memory_bytes``; raises ``PdfReaderUnavailable`` when the reader process
+    cannot be started at all.
     """
     command = [
         sys.executable,
@@ -60,15 +66,18 @@ def read_pdf(data: bytes, *, limits: DocumentLimits) -> tuple[ExtractedText, boo
         str(limits.pdf_timeout_seconds),
         str(limits.max_text_bytes),
     ]
-    process = subprocess.Popen(  # noqa: S603 - our own interpreter and module, no shell
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env={},
-        bufsize=0,
-        close_fds=True,
-    )
+    try:
+        process = subprocess.Popen(  # noqa: S603 - our own interpreter and module, no shell
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={},
+            bufsize=0,
+            close_fds=True,
+        )
+    except OSError as exc:
+        raise PdfReaderUnavailable(f"The PDF reader process could not start: {exc}") from None
     try:
         _await_ready(process)
         try:
@@ -86,7 +95,7 @@ def _await_ready(process: subprocess.Popen[bytes]) -> None:
     assert process.stdout is not None
     ready, _, _ = select.select([process.stdout], [], [], STARTUP_TIMEOUT_SECONDS)
     if not ready or process.stdout.read(1) != _READY:
-        raise RuntimeError("The PDF reader process did not start; check the installation.")
+        raise PdfReaderUnavailable("The PDF reader process did not start; check the installation.")
 
 
 def _too_slow(limits: DocumentLimits) -> DocumentRefused:

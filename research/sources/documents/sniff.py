@@ -14,7 +14,7 @@ import codecs
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import Literal, NoReturn
 
 from research.sources.documents.errors import DocumentRefused
 from research.sources.documents.ooxml import open_package
@@ -196,7 +196,6 @@ def sniff(name: str, data: bytes) -> Sniffed:
     if content.format is None:
         _refuse_other(extension, content)
     found = content.format
-    assert found is not None
     if claimed is None:
         return Sniffed(found, MEDIA_TYPES[found], content.encoding)
     if claimed in ("markdown", "text") and found in ("markdown", "text", "html"):
@@ -220,7 +219,7 @@ def sniff(name: str, data: bytes) -> Sniffed:
     )
 
 
-def _refuse_other(extension: str, content: _Content) -> None:
+def _refuse_other(extension: str, content: _Content) -> NoReturn:
     if content.legacy_text:
         raise _not_utf8()
     if extension:

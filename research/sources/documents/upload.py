@@ -20,7 +20,7 @@ from research.sources.documents.docx import parse_docx
 from research.sources.documents.errors import DocumentRefused
 from research.sources.documents.limits import DocumentLimits, check_file_size
 from research.sources.documents.markdown import parse_markdown
-from research.sources.documents.pdf_reader import read_pdf
+from research.sources.documents.pdf_reader import PdfReaderUnavailable, read_pdf
 from research.sources.documents.sniff import Sniffed, sniff
 from research.sources.documents.structure import build_snapshot
 from research.sources.extract import extract_plain_text
@@ -46,10 +46,11 @@ def parse_upload(
     content); ``url`` is the document's address (``addresses.document_url``), which becomes
     its canonical URL. Raises ``DocumentRefused`` with a sentence for an empty file, a file
     over ``limits.max_file_bytes``, a format we do not read, a name that disagrees with the
-    content, a hostile or damaged file and one without readable text. DOCX, PDF and
-    Markdown keep their headings with offsets, PDFs their page spans; DOCX and Markdown are
-    ``kind="text"`` sources (their locators are offsets plus nearest heading), with the format
-    in ``mime_type``.
+    content, a hostile or damaged file and one without readable text, and
+    ``PdfReaderUnavailable`` when the PDF reader process cannot start (a server fault: the
+    file was not judged). DOCX, PDF and Markdown keep their headings with offsets, PDFs their
+    page spans; DOCX and Markdown are ``kind="text"`` sources (their locators are offsets plus
+    nearest heading), with the format in ``mime_type``.
     """
     if not is_document_url(url):
         raise ValueError(f"{url[:80]!r} is not a document address (see document_url).")
@@ -57,7 +58,7 @@ def parse_upload(
     sniffed = sniff(name, data)
     try:
         extracted, truncated = _extract(sniffed, data, url=url, limits=limits)
-    except DocumentRefused:
+    except (DocumentRefused, PdfReaderUnavailable):
         raise
     except Exception:
         # A parser bug must not become a server error, and must not go unseen either.

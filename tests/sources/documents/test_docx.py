@@ -237,3 +237,17 @@ def test_an_encrypted_part_is_refused() -> None:
         "encrypted",
         "This DOCX file is encrypted; save it without a password and upload it again.",
     )
+
+
+def test_strict_open_xml_documents_are_read_too() -> None:
+    strict = "http://purl.oclc.org/ooxml/wordprocessingml/main"
+    document = (
+        f'<w:document xmlns:w="{strict}"><w:body>'
+        + paragraph("Scope", "Heading1")
+        + paragraph("Strict body text.")
+        + "</w:body></w:document>"
+    )
+
+    blocks = parse_docx(build_docx("", document=document, styles=None)).blocks
+
+    assert blocks == [HeadingBlock("Scope", 1), ParagraphBlock("Strict body text.")]
