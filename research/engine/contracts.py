@@ -657,7 +657,8 @@ class StepRecord(Contract):
 
     ``attempt`` counts how often the step was started (1 on its first run); ``usage`` is
     what its finished attempt consumed, so a resumed run can account for a step that
-    finished just before a crash.
+    finished just before a crash; ``output`` holds the figures of its outcome (a search's
+    result and drop counts).
     """
 
     id: NonEmptyStr
@@ -672,6 +673,7 @@ class StepRecord(Contract):
     summary: str = ""
     error: str = ""
     usage: Usage = Field(default_factory=Usage)
+    output: dict[str, Any] = Field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------
