@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from research.engine.contracts import SearchCandidate, SourcePolicy
+from research.engine.contracts import ScholarlyMetadata, SearchCandidate, SourcePolicy
 from research.engine.urls import (
     InvalidPolicyEntry,
     UnsupportedURLError,
@@ -56,6 +56,7 @@ class _Merged:
     refused: bool
     first_seen: int
     provider_ranks: dict[str, int] = field(default_factory=dict)
+    scholarly: ScholarlyMetadata | None = None
 
     @property
     def score(self) -> float:
@@ -270,12 +271,14 @@ def _merge(
                     preferred=decision.preferred,
                     refused=not decision.allowed,
                     first_seen=seen,
+                    scholarly=hit.scholarly,
                 )
                 seen += 1
             else:
                 entry.title = entry.title or hit.title
                 entry.snippet = entry.snippet or hit.snippet
                 entry.published_at = entry.published_at or hit.published_at
+                entry.scholarly = entry.scholarly or hit.scholarly
             entry.provider_ranks.setdefault(name, rank)
     return _ranked(list(merged.values()), order, limit)
 
@@ -302,6 +305,7 @@ def _ranked(entries: list[_Merged], order: list[str], limit: int) -> list[Search
                 rank=position,
                 published_at=entry.published_at,
                 provider_ranks=dict(entry.provider_ranks),
+                scholarly=entry.scholarly,
             )
         )
     return candidates
