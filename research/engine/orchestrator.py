@@ -972,7 +972,10 @@ class Orchestrator:
             reason = f"The decision model failed: {last_error.reason}"
             self._record_failed_decision(run, brief.iteration, reason, spent)
             return _Halt("fail", reason=reason, stop=StopReason.PROVIDER_FAILURES.value)
-        reason = f"The decision model twice returned decisions that could not be used: {last_error.reason}"
+        reason = (
+            "The decision model twice returned decisions that could not be used: "
+            f"{last_error.reason}"
+        )
         logger.info("Run %s: invalid decisions twice: %s", run.id, last_error.reason)
         self._record_failed_decision(run, brief.iteration, reason, spent)
         run.state = run.state.model_copy(
