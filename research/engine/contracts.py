@@ -713,7 +713,10 @@ class WorkingState(Contract):
     followed_up_contradictions: list[str] = Field(default_factory=list)
     resolved_contradictions: list[str] = Field(default_factory=list)
     synthesis_reserve: SynthesisReserve = Field(default_factory=SynthesisReserve)
+    # Why research stopped (a StopReason value) and, for a budget stop, the usage counter
+    # that ran out ("iterations", "searches", …).
     stop_reason: str | None = None
+    stop_limit: str | None = None
     # The texts of the latest searches (newest last), shown to the decision model.
     recent_queries: list[str] = Field(default_factory=list)
     # Evidence already credited to an iteration's information gain.
