@@ -222,6 +222,11 @@ RESEARCH_MAX_ACTIVE_RUNS_PER_USER = env_int("RESEARCH_MAX_ACTIVE_RUNS_PER_USER",
 RESEARCH_MAX_ACTIVE_RUNS = env_int("RESEARCH_MAX_ACTIVE_RUNS", 4, minimum=1)
 RESEARCH_LEASE_SECONDS = env_int("RESEARCH_LEASE_SECONDS", 90, minimum=10)
 RESEARCH_REAPER_INTERVAL_SECONDS = env_int("RESEARCH_REAPER_INTERVAL_SECONDS", 30, minimum=1)
+# Worker attempts in a row that may end in an unexpected error before the run is failed
+# (research/crashes.py). One crash can be a passing fault (a dropped connection, a worker
+# killed mid-write); three in a row are a bug or a bad input that more attempts will not
+# fix, and at the default reaper interval they give up within about a minute and a half.
+RESEARCH_WORKER_MAX_ATTEMPTS = env_int("RESEARCH_WORKER_MAX_ATTEMPTS", 3, minimum=1)
 
 # Source acquisition (research/sources). Values pass through as written;
 # research.sources.config parses them and the research app checks them at start-up,
@@ -233,6 +238,7 @@ SOURCES_VARIABLES = (
     "RESEARCH_FETCH_CONNECT_TIMEOUT",
     "RESEARCH_FETCH_READ_TIMEOUT",
     "RESEARCH_FETCH_TOTAL_TIMEOUT",
+    "RESEARCH_FETCH_MIN_PROGRESS_BYTES",
     "RESEARCH_FETCH_MAX_BYTES",
     "RESEARCH_FETCH_MAX_PDF_BYTES",
     "RESEARCH_FETCH_MAX_REDIRECTS",

@@ -13,12 +13,14 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.forms import formset_factory
 
 from accounts.models import Membership, Team, User
 from research.engine.contracts import SOURCE_CLASSES, ResearchPlan, normalize_domain
 from research.engine.guards import budget_for
+from research.engine.outcomes import OUTCOME_FILTERS, OutcomeFilter
+from research.engine.urls import InvalidPolicyEntry
 from research.models import ResearchRun
 from research.report_templates import REPORT_TEMPLATES
 from research.services import INSTRUCTION_MAX_CHARS, QUESTION_MAX_CHARS
@@ -64,23 +66,32 @@ def split_lines(text: str) -> list[str]:
 
 
 def parse_domains(text: str) -> list[str]:
-    """Domains separated by commas, spaces or lines, normalised; raises ValidationError."""
+    """Domains or addresses (``10.0.0.5``, ``[fd00::1]:8443``) separated by commas, spaces or
+    lines, normalised; raises ValidationError naming every entry that is wrong and why."""
     raw = [item for item in re.split(r"[\s,;]+", text or "") if item]
     if len(raw) > MAX_DOMAINS:
         raise forms.ValidationError(f"List at most {MAX_DOMAINS} domains.")
     domains: dict[str, None] = {}
-    problems = []
+    problems: list[str] = []
+    sentences: list[str] = []
     for item in raw:
         try:
             domains[normalize_domain(item)] = None
-        except ValueError:
-            problems.append(item)
+        except InvalidPolicyEntry as error:
+            if error.general:
+                problems.append(item)
+            else:
+                sentences.append(str(error))
     if problems:
         listed = ", ".join(f"“{item}”" for item in problems[:5])
-        raise forms.ValidationError(
+        sentences.insert(
+            0,
             f"{listed} {'is not a domain name' if len(problems) == 1 else 'are not domain names'}"
-            "; write bare names like example.org or data.example.org, without http:// or a path."
+            "; write bare names like example.org or data.example.org, without http:// or a path"
+            " (addresses are written like 10.0.0.5 or [fd00::1]:8443).",
         )
+    if sentences:
+        raise forms.ValidationError(" ".join(sentences[:5]))
     return list(domains)
 
 
@@ -676,25 +687,23 @@ class SharingForm(forms.Form):
         return data
 
 
-STATUS_GROUPS: dict[str, tuple[str, list[str]]] = {
-    "active": (
-        "In progress",
-        ["created", "planning", "queued", "researching", "synthesizing"],
-    ),
-    "awaiting_approval": ("Awaiting approval", ["awaiting_approval"]),
-    "paused": ("Paused", ["paused"]),
-    "completed": ("Completed", ["completed"]),
-    "budget_exhausted": ("Partial (budget used up)", ["budget_exhausted"]),
-    "failed": ("Failed", ["failed"]),
-    "cancelled": ("Cancelled", ["cancelled"]),
-}
+# The dashboard filters by outcome: status and, for runs that ended, why they stopped.
+OUTCOME_CHOICES: dict[str, OutcomeFilter] = {choice.key: choice for choice in OUTCOME_FILTERS}
+
+
+def outcome_query(choice: OutcomeFilter) -> Q:
+    """The runs an outcome filter choice selects, from the stored status and stop reason."""
+    query = Q(status__in=[status.value for status in choice.statuses])
+    if choice.stop_reasons is not None:
+        query &= Q(stop_reason__in=[reason.value for reason in choice.stop_reasons])
+    return query
 
 
 class DashboardFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200)
     status = forms.ChoiceField(
         required=False,
-        choices=[("", "Any status")] + [(k, label) for k, (label, _) in STATUS_GROUPS.items()],
+        choices=[("", "Any status")] + [(k, c.label) for k, c in OUTCOME_CHOICES.items()],
     )
     team = forms.ChoiceField(required=False)
     mine = forms.BooleanField(required=False)
@@ -714,7 +723,7 @@ class DashboardFilterForm(forms.Form):
         if data.get("q", "").strip():
             runs = runs.filter(question__icontains=data["q"].strip())
         if data.get("status"):
-            runs = runs.filter(status__in=STATUS_GROUPS[data["status"]][1])
+            runs = runs.filter(outcome_query(OUTCOME_CHOICES[data["status"]]))
         if data.get("team"):
             runs = runs.filter(team_id=int(data["team"]))
         if data.get("mine"):

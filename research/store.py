@@ -52,6 +52,8 @@ _SOURCE_KIND = {
     "pdf": ResearchSource.Kind.PDF,
 }
 _STOPPED = (RunStatus.FAILED, RunStatus.BUDGET_EXHAUSTED, RunStatus.PAUSED)
+# Statuses whose stop reason is kept: how the run ended.
+_ENDED = (RunStatus.COMPLETED, RunStatus.BUDGET_EXHAUSTED, RunStatus.FAILED)
 
 
 class DjangoStore:
@@ -122,9 +124,15 @@ class DjangoStore:
         to: RunStatus,
         plan_version: int | None = None,
         reason: str = "",
+        stop_reason: str = "",
+        stop_limit: str = "",
     ) -> bool:
         now = timezone.now()
         fields: dict[str, Any] = {"status": to, "updated_at": now}
+        ends = to in _ENDED
+        fields.update(
+            stop_reason=stop_reason if ends else "", stop_limit=stop_limit if ends else ""
+        )
         if to == RunStatus.PAUSED:
             fields.update(resume_phase=expected, pause_requested=False)
         elif to == RunStatus.FAILED:
@@ -259,6 +267,7 @@ class DjangoStore:
         summary: str,
         usage: Usage | None,
         error: str = "",
+        output: dict[str, object] | None = None,
     ) -> None:
         fields: dict[str, Any] = {
             "status": status,
@@ -268,6 +277,8 @@ class DjangoStore:
         }
         if usage is not None:
             fields["usage"] = usage.model_dump(mode="json")
+        if output is not None:
+            fields["output"] = output
         ResearchStep.objects.filter(pk=step_id).update(**fields)
 
     def list_steps(self, run_id: str) -> list[StepRecord]:
@@ -290,6 +301,7 @@ class DjangoStore:
         candidates: Sequence[SearchCandidate],
         summary: str = "",
         usage: Usage | None = None,
+        output: dict[str, object] | None = None,
     ) -> list[SourceRecord]:
         recorded: list[ResearchSource] = []
         with self._write(run_id):
@@ -325,6 +337,7 @@ class DjangoStore:
                 status="succeeded",
                 summary=summary or f"{len(recorded)} results",
                 usage=usage,
+                output=output,
             )
         return [_source_record(source) for source in recorded]
 
@@ -486,6 +499,7 @@ def _step_record(step: ResearchStep) -> StepRecord:
         attempt=step.attempt,
         error=step.error,
         usage=Usage.model_validate(step.usage or {}),
+        output=step.output or {},
     )
 
 
