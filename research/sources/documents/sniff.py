@@ -63,8 +63,11 @@ _RENAME: dict[DocumentFormat, str] = {
 }
 
 # Acrobat accepts the PDF header anywhere in the first 1,024 bytes (PDF 1.7, annex H), and
-# files with a few bytes of junk in front exist; pypdf reads them too.
+# files with a few bytes of junk in front exist; pypdf reads them too. A header that is not at
+# the very start only counts with an end-of-file marker in the last 1,024 bytes as well, so a
+# text file that merely mentions "%PDF-" stays text.
 _PDF_HEADER_WINDOW = 1024
+_PDF_TRAILER_WINDOW = 1024
 _ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 _OLE_SIGNATURE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
@@ -240,8 +243,14 @@ def _not_utf8() -> DocumentRefused:
     )
 
 
+def _is_pdf(data: bytes) -> bool:
+    if data.startswith(b"%PDF-"):
+        return True
+    return b"%PDF-" in data[:_PDF_HEADER_WINDOW] and b"%%EOF" in data[-_PDF_TRAILER_WINDOW:]
+
+
 def _content_of(data: bytes) -> _Content:
-    if b"%PDF-" in data[:_PDF_HEADER_WINDOW]:
+    if _is_pdf(data):
         return _Content("pdf", _DESCRIPTIONS["pdf"])
     if data.startswith(_ZIP_SIGNATURES):
         return _zip_content(data)

@@ -201,3 +201,9 @@ def test_text_in_a_legacy_encoding_is_refused_with_advice() -> None:
 def test_utf16_without_a_byte_order_mark_is_not_taken_for_text() -> None:
     # Every other byte is NUL: binary to a strict reader, as the standard's rules say.
     assert refusal("notes.txt", "plain".encode("utf-16-le")).code == "wrong_extension"
+
+
+def test_a_pdf_header_after_some_junk_still_makes_a_pdf_but_a_mention_does_not() -> None:
+    assert sniff("review.pdf", b"\x00\x01junk" + report_pdf()).format == "pdf"
+    note = b"PDF files start with the bytes %PDF-1.7 and end with a trailer.\n"
+    assert sniff("note.txt", note).format == "text"
