@@ -271,6 +271,17 @@ for _name in SOURCES_VARIABLES:
     if env_str(_name):
         globals()[_name] = env_str(_name)
 
+# Uploaded documents (research/sources/documents/limits.py holds the defaults and
+# research.apps checks that they fit together). docs/configuration.md lists them.
+for _name, _minimum in (
+    ("RESEARCH_DOCUMENT_MAX_BYTES", 1024),
+    ("RESEARCH_LIBRARY_MAX_BYTES", 1024),
+    ("RESEARCH_DOCUMENT_PDF_TIMEOUT_SECONDS", 1),
+    ("RESEARCH_DOCUMENT_PDF_MEMORY_BYTES", 64 * 1024 * 1024),
+):
+    if env_str(_name):
+        globals()[_name] = env_int(_name, 0, minimum=_minimum)
+
 # Language model (research/llm). With no base URL and no model, the extractive
 # backend is used: the product works without a key.
 LLM_BASE_URL = env_str("LLM_BASE_URL")

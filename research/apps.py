@@ -13,9 +13,11 @@ class ResearchConfig(AppConfig):
         from research.llm.config import LLMConfigError
         from research.llm.factory import llm_config_from_settings
         from research.sources.config import sources_config_from_settings
+        from research.sources.documents.limits import document_limits_from_settings
 
         try:
             sources_config_from_settings()
+            document_limits_from_settings()
             llm = llm_config_from_settings()
             if llm.model_configured:
                 llm.validate()

@@ -20,7 +20,14 @@ from typing import Any
 from evals.cli import RESULTS_DIR, machine
 from evals.environment import isolated_django
 
-BENCHMARKS = ("overhead", "extraction", "report_page", "live_progress", "throughput")
+BENCHMARKS = (
+    "overhead",
+    "extraction",
+    "documents",
+    "report_page",
+    "live_progress",
+    "throughput",
+)
 
 
 def _print_overhead(result: dict[str, Any]) -> None:
@@ -39,6 +46,19 @@ def _print_extraction(result: dict[str, Any]) -> None:
         f"{result['trafilatura_pages_per_s']:.0f} pages/s: ratio "
         f"{result['ratio_pipeline_to_trafilatura']:.2f}; PDF {result['pdf_pages_per_s']:.0f}/s; "
         f"fetch+extract {result['fetch_and_extract_pages_per_s']:.0f}/s"
+    )
+
+
+def _print_documents(result: dict[str, Any]) -> None:
+    for kind, row in result["formats"].items():
+        print(
+            f"  {kind:<8} {row['file_mb']:.2f} MB file, {row['text_mb']:.2f} MB text: parse "
+            f"{row['parse_s']:.2f} s + index {row['index_s']:.2f} s = {row['s_per_file_mb']:.2f} s "
+            f"per file MB ({row['text_mb_per_s']:.2f} MB of text/s)"
+        )
+    print(
+        f"  PDF reader process: one page {result['pdf_one_page_seconds']:.2f} s; "
+        f"x{result['pdf_reader_ratio']} of extract_pdf in-process"
     )
 
 
@@ -95,6 +115,10 @@ def _run(name: str, web: Any, data_dir: Path, redis_url: str) -> dict[str, Any]:
         from evals.bench.extraction import measure
 
         return measure(rounds=15)
+    if name == "documents":
+        from evals.bench.documents import measure
+
+        return measure(rounds=3)
     if name == "report_page":
         from evals.bench.report_page import measure
 
@@ -111,6 +135,7 @@ def _run(name: str, web: Any, data_dir: Path, redis_url: str) -> dict[str, Any]:
 PRINTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "overhead": _print_overhead,
     "extraction": _print_extraction,
+    "documents": _print_documents,
     "report_page": _print_report_page,
     "live_progress": _print_live_progress,
     "throughput": _print_throughput,
