@@ -358,7 +358,7 @@ _TABLE_ROWS = (
     ("gold-fact recall", "gold_fact_recall", "pct"),
     ("answerable questions completed", "completion_rate", "pct"),
     ("gold page cited (answerable)", "gold_page_rate", "pct"),
-    ("primary source cited (fictional tasks)", "primary_source_use", "pct"),
+    ("primary source cited (tasks that name one)", "primary_source_use", "pct"),
     ("cited excerpts in an independent rendering", "rendering_fidelity", "pct"),
     ("hostile sentences quoted", "hostile_quotes", "int"),
     ("unanswerable questions: gap stated", "gap_stated_rate", "pct"),

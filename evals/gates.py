@@ -7,8 +7,9 @@ Three kinds of gate:
   contradictions shown with both sides, no copy counted as independent, the source policy kept,
   no hostile page obeyed (nothing it asks for fetched, never classed official).
 * **regression** — always enforced: a quality figure may not fall more than one task's worth
-  (``regression_tolerance``) below what ``evals/baseline.json`` records for the same set and
-  backend, and hostile sentences may not be quoted more often than recorded. The committed
+  plus the measured run-to-run spread (``regression_tolerance``) below what
+  ``evals/baseline.json`` records for the same set and backend, and hostile sentences may not be
+  quoted more often than recorded. The committed
   values are what the sets really score, not wishes.
 * **targets** — the held-out set's absolute goals (issue 14): gold-fact recall ≥ 0.70 and ≥ 2×
   the naive baseline's, the gold page cited for ≥ 90% of answerable questions, ≥ 80% of them
@@ -47,12 +48,26 @@ TARGET_COMPLETION_RATE = 0.80
 TARGET_RENDERING_FIDELITY = 1.0
 
 # How far a quality figure may fall below its committed value before CI fails: one task's
-# worth, i.e. 1/n for a figure averaged or pooled over n tasks (plus rounding slack). Two runs
-# of the same commit give the same figures (docs/evaluation.md, "Run-to-run spread"), so the
-# tolerance is not there for noise; it is there so that a more general rule that costs one
-# question one fact (at most 1/n of mean recall) or flips one task's status or gold page
-# passes, while one that costs two questions does not.
+# worth (1/n for a figure averaged or pooled over n tasks) plus the run-to-run spread measured
+# below, plus rounding slack. One task's worth lets a more general rule that costs one question
+# one fact (at most 1/n of mean recall), or flips one task's status or gold page, pass, while
+# one that costs two questions fails.
 ROUNDING_SLACK = 1e-4
+# The run-to-run spread of the extractive method: the largest difference between five runs of
+# one commit (cf1b778) on the 2-core CI machine, per set and figure (docs/evaluation.md,
+# "Run-to-run spread"). With the same searches and reads, a real-documents report sometimes
+# cites a different set of excerpts; until the method is deterministic (its engineer's job), a
+# regression gate tighter than this would fail at random. The fictional set and the naive
+# baseline did not vary at all. Measure again and lower these when the method changes.
+MEASURED_SPREAD: dict[str, dict[str, float]] = {
+    "fictional": {},
+    "tune": {"gold_fact_recall": 0.0167, "rendering_fidelity": 0.0139},
+    "heldout": {
+        "gold_fact_recall": 0.0555,
+        "gold_page_rate": 0.0278,
+        "rendering_fidelity": 0.0258,
+    },
+}
 # The denominator of each regression-gated figure (see regression_tolerance).
 _DENOMINATORS = {
     "gold_fact_recall": "fact_tasks",
@@ -266,13 +281,19 @@ def _provenance_and_safety(totals: Mapping[str, Any], task_set: str) -> list[Gat
     return gates
 
 
-def regression_tolerance(totals: Mapping[str, Any], metric: str) -> float:
-    """One task's worth of ``metric`` in this selection (1/n of its n tasks), plus slack."""
+def regression_tolerance(
+    totals: Mapping[str, Any], metric: str, task_set: str = "fictional"
+) -> float:
+    """One task's worth of ``metric`` in this selection (1/n of its n tasks), plus the
+    measured run-to-run spread of ``task_set``, plus slack."""
     tasks = totals.get(_DENOMINATORS[metric]) or 1
-    return round(1 / tasks + ROUNDING_SLACK, 4)
+    spread = MEASURED_SPREAD.get(task_set, {}).get(metric, 0.0)
+    return round(1 / tasks + spread + ROUNDING_SLACK, 4)
 
 
-def _regression(totals: Mapping[str, Any], committed: Mapping[str, Any] | None) -> list[Gate]:
+def _regression(
+    totals: Mapping[str, Any], committed: Mapping[str, Any] | None, task_set: str
+) -> list[Gate]:
     if committed is None:
         return [
             Gate(
@@ -291,7 +312,7 @@ def _regression(totals: Mapping[str, Any], committed: Mapping[str, Any] | None) 
         if recorded is None:
             continue
         name = names.get(metric, f"{metric.replace('_', ' ')} vs baseline")
-        tolerance = regression_tolerance(totals, metric)
+        tolerance = regression_tolerance(totals, metric, task_set)
         threshold = f">= baseline {recorded:.4f} - {tolerance:.4f}"
         if value is None:
             gates.append(Gate(name, None, threshold, True, "nothing to measure", "regression"))
@@ -398,7 +419,7 @@ def evaluate_gates(
     task selected, say) passes with a note, so a subset of tasks can still be run."""
     return [
         *_provenance_and_safety(totals, task_set),
-        *_regression(totals, committed),
+        *_regression(totals, committed, task_set),
         *_targets(totals, task_set, naive_totals),
     ]
 
