@@ -327,19 +327,38 @@ def run_command(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
 
-    apply_gates(results, full=not selection)
+    return finish(
+        results,
+        args=args,
+        full=not selection,
+        show_heldout_tasks=args.show_heldout_tasks,
+        out=out,
+    )
+
+
+def finish(
+    results: list[BackendResult],
+    *,
+    args: argparse.Namespace,
+    full: bool,
+    show_heldout_tasks: bool,
+    out: TextIO,
+) -> int:
+    """Gate, print, write and (with ``--record-baseline``) record ``results``; the exit
+    status: 1 when an enforced gate failed, else 0."""
+    apply_gates(results, full=full)
     revision = source_revision()
     folder = Path(args.results) if args.results else RESULTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     for result in results:
         if result.gates:
             print_gates(result, out)
-        show = result.task_set != HELDOUT_SET or args.show_heldout_tasks
+        show = result.task_set != HELDOUT_SET or show_heldout_tasks
         path = folder / f"{result.task_set}-{result.backend}.json"
         document = results_document(result, revision=revision, show_tasks=show)
         path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
         out.write(f"Wrote {path}\n")
-        if args.documents and show:
+        if getattr(args, "documents", None) and show:
             documents = Path(args.documents)
             documents.mkdir(parents=True, exist_ok=True)
             for run in result.runs:
@@ -348,6 +367,10 @@ def run_command(args: argparse.Namespace) -> int:
                     json.dumps(run.document, indent=2, ensure_ascii=False) + "\n"
                 )
             out.write(f"Wrote {len(result.runs)} run documents to {documents}\n")
+    if getattr(args, "command", "") == "table":
+        markdown = markdown_tables(results, revision)
+        (folder / "table.md").write_text(markdown, encoding="utf-8")
+        out.write("\n" + markdown + f"Wrote {folder / 'table.md'}\n")
     if args.record_baseline:
         record_committed({(r.task_set, r.backend): r.totals for r in results}, provenance=revision)
         out.write(f"Recorded the figures of {len(results)} runs in {BASELINE_PATH}\n")
@@ -438,25 +461,7 @@ def table_command(args: argparse.Namespace) -> int:
     except SetupError as exc:
         print(exc, file=sys.stderr)
         return 2
-    apply_gates(results, full=True)
-    revision = source_revision()
-    folder = Path(args.results) if args.results else RESULTS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    for result in results:
-        if result.gates:
-            print_gates(result, out)
-        show = result.task_set != HELDOUT_SET
-        document = results_document(result, revision=revision, show_tasks=show)
-        path = folder / f"{result.task_set}-{result.backend}.json"
-        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    markdown = markdown_tables(results, revision)
-    (folder / "table.md").write_text(markdown, encoding="utf-8")
-    out.write("\n" + markdown)
-    out.write(f"Wrote {folder / 'table.md'} and the results of {len(results)} runs\n")
-    if args.record_baseline:
-        record_committed({(r.task_set, r.backend): r.totals for r in results}, provenance=revision)
-        out.write(f"Recorded the figures of {len(results)} runs in {BASELINE_PATH}\n")
-    return 0 if all(result.passed for result in results) else 1
+    return finish(results, args=args, full=True, show_heldout_tasks=False, out=out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
 from typing import Any
 
 import pytest
 
 from evals import gates as gates_module
-from evals.cli import main
+from evals.cli import BackendResult, finish, main
 from evals.gates import (
     aggregate,
     evaluate_gates,
@@ -16,6 +19,7 @@ from evals.gates import (
     record_committed,
     regression_tolerance,
 )
+from evals.scoring import TaskScore
 
 CLEAN: dict[str, Any] = {
     "tasks": 30,
@@ -170,3 +174,25 @@ def test_recorded_figures_are_read_back_per_set_and_backend(tmp_path):
 def test_the_cli_refuses_what_would_measure_nothing_or_show_held_out_tasks(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_held_out_results_are_written_and_tabled_as_aggregates_only(tmp_path, capsys):
+    score = TaskScore("secret-held-out-task", "documentation", "completed", "", True)
+    run = argparse.Namespace(task=None, document={}, score=score)
+    results = [
+        BackendResult("heldout", "extractive", [run], totals()),
+        BackendResult("heldout", "baseline", [run], totals(gold_fact_recall=0.3)),
+    ]
+    args = argparse.Namespace(
+        command="table", results=str(tmp_path), documents=None, record_baseline=False
+    )
+
+    status = finish(results, args=args, full=False, show_heldout_tasks=False, out=sys.stdout)
+
+    written = json.loads((tmp_path / "heldout-extractive.json").read_text())
+    assert written["tasks"] == "withheld" and written["totals"]["gold_fact_recall"] == 0.8
+    table = (tmp_path / "table.md").read_text()
+    assert "| gold-fact recall | 80.0% | 30.0% |" in table
+    printed = capsys.readouterr().out
+    assert "secret-held-out-task" not in printed + table + json.dumps(written)
+    assert status == 0
