@@ -53,9 +53,9 @@ TARGET_RENDERING_FIDELITY = 1.0
 # one fact (at most 1/n of mean recall), or flips one task's status or gold page, pass, while
 # one that costs two questions fails.
 ROUNDING_SLACK = 1e-4
-# The run-to-run spread of the extractive method: the largest difference between five runs of
-# one commit (cf1b778) on the 2-core CI machine, per set and figure (docs/evaluation.md,
-# "Run-to-run spread"). With the same searches and reads, a real-documents report sometimes
+# The run-to-run spread of the extractive method: the largest difference between seven runs of
+# one method (commits cf1b778 and 62a07ca, which differ only in these gates) on the 2-core CI
+# machine, per set and figure (docs/evaluation.md, "Run-to-run spread"). With the same searches and reads, a real-documents report sometimes
 # cites a different set of excerpts; until the method is deterministic (its engineer's job), a
 # regression gate tighter than this would fail at random. The fictional set and the naive
 # baseline did not vary at all. Measure again and lower these when the method changes.
@@ -63,7 +63,7 @@ MEASURED_SPREAD: dict[str, dict[str, float]] = {
     "fictional": {},
     "tune": {"gold_fact_recall": 0.0167, "rendering_fidelity": 0.0139},
     "heldout": {
-        "gold_fact_recall": 0.0555,
+        "gold_fact_recall": 0.0694,
         "gold_page_rate": 0.0278,
         "rendering_fidelity": 0.0258,
     },
