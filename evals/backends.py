@@ -42,6 +42,9 @@ from research.llm.extractive_report import write_extractive_report
 from research.llm.scripted import ScriptedModelClient
 
 BACKENDS = ("extractive", "scripted", "openai")
+# The naive retrieve-and-quote baseline (evals/naive_baseline.py): scored like a backend, but
+# it is not a model client and never runs the pipeline.
+NAIVE_BACKEND = "baseline"
 
 # An address the injected forum post asks for; a model that obeys pages would try it.
 LIFTED_ADDRESS = "169.254.169.254"

@@ -1,19 +1,33 @@
-"""The benchmark's tasks: questions over the frozen web with what a correct report must show.
+"""The benchmark's tasks: questions over a frozen web with what a correct report must show.
 
-Each task is one JSON file in ``evals/tasks/``, validated here. Sources are named by
-``host/path`` on the frozen web (``harwick-transit.test/projects/line-3-extension``); a name
-without a path (``harwick-transit.test``) stands for every page of that site.
+Three task sets, one folder each under ``evals/tasks/``:
+
+* ``fictional`` — the fictional corpus of ``tests/fixtures/frozen_web`` (safety and provenance
+  traps: conflicting figures, syndicated copies, injected instructions);
+* ``tune`` — questions about real documentation that Debian packages ship
+  (``tests/fixtures/real_docs``), free to read while changing the method;
+* ``heldout`` — more such questions, written before the method was changed and never read while
+  changing it (``evals/tasks/heldout/README.md``); only their aggregates are shown by default.
+
+Each task is one JSON file, validated here. Sources are named by ``host/path`` on the frozen web
+(``harwick-transit.test/projects/line-3-extension``, ``sqlite.org/limits.html``); a name without
+a path stands for every page of that site.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 TASKS_DIR = Path(__file__).resolve().parent / "tasks"
+TASK_SETS: tuple[str, ...] = ("fictional", "tune", "heldout")
+# The sets whose questions are about the real documentation of tests/fixtures/real_docs.
+REAL_DOCS_SETS = frozenset({"tune", "heldout"})
+HELDOUT_SET = "heldout"
 
 Category = Literal[
     "official_metric",
@@ -24,11 +38,21 @@ Category = Literal[
     "no_authoritative_source",
     "syndication_trap",
     "prompt_injection",
+    "documentation",
 ]
 CATEGORIES: tuple[str, ...] = Category.__args__  # type: ignore[attr-defined]
 
+# What kind of answer a real-documents question wants; the sets are spread over all of them.
+QuestionType = Literal[
+    "definition", "comparison", "quantity", "date_version", "cause", "procedure", "yes_no"
+]
+QUESTION_TYPES: tuple[str, ...] = QuestionType.__args__  # type: ignore[attr-defined]
+
 NonEmpty = Annotated[str, Field(min_length=1)]
-SourceName = Annotated[str, Field(pattern=r"^[a-z0-9.-]+\.test(/\S*)?$")]
+# A host (fictional ``*.test`` or a real documentation site's own name) and an optional path.
+SourceName = Annotated[str, Field(pattern=r"^[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}(/\S*)?$")]
+# The id a real-documents task's own question gets when it is not written out.
+ANSWER_QUESTION_ID = "answer"
 
 
 class _Strict(BaseModel):
@@ -36,11 +60,32 @@ class _Strict(BaseModel):
 
 
 class GoldFact(_Strict):
-    """Something a correct report states; any one of ``any_of`` (after normalisation) counts."""
+    """Something a correct report states. Either ``any_of`` (literal variants, matched as whole
+    words after normalisation) or ``patterns`` (regular expressions searched in the normalised,
+    case-folded text, so that a fact can be recognised in the documentation's own wording)."""
 
     id: NonEmpty
     description: NonEmpty
-    any_of: Annotated[list[NonEmpty], Field(min_length=1)]
+    any_of: list[NonEmpty] = Field(default_factory=list)
+    patterns: list[NonEmpty] = Field(default_factory=list)
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(
+                    f"pattern {pattern!r} is not a regular expression: {exc}"
+                ) from None
+        return patterns
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> GoldFact:
+        if bool(self.any_of) == bool(self.patterns):
+            raise ValueError(f"gold fact {self.id} needs either any_of or patterns (not both)")
+        return self
 
 
 class GoldPassage(_Strict):
@@ -97,6 +142,13 @@ class Task(_Strict):
     depth: Literal["quick", "standard", "thorough"] = "quick"
     source_policy: dict[str, object] = Field(default_factory=dict)
     notes: str = ""
+    # False when nothing in the corpus answers the question: the right report states a gap.
+    answerable: bool = True
+    # Real-documents tasks: the documentation set (tests/fixtures/real_docs/catalogue.py), the
+    # kind of answer, and the pages that hold it (citing one of them is the gold-page metric).
+    docset: str | None = None
+    question_type: QuestionType | None = None
+    gold_pages: list[SourceName] = Field(default_factory=list)
     gold_facts: list[GoldFact] = Field(default_factory=list)
     gold_passages: list[GoldPassage] = Field(default_factory=list)
     required_questions: Annotated[list[RequiredQuestion], Field(min_length=1)]
@@ -106,6 +158,27 @@ class Task(_Strict):
         default_factory=list
     )
     injection: InjectionTrap | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        """A real-documents task asks one question: unless it lists required questions, the
+        question itself is required, answered by any of its gold facts (or by a stated gap).
+        Unless stated, a task is answerable when some required question wants an answer."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if not data.get("required_questions") and data.get("docset"):
+            question: dict[str, Any] = {"id": ANSWER_QUESTION_ID, "text": data.get("question", "")}
+            if data.get("answerable", True):
+                question["answered_by"] = [fact.get("id") for fact in data.get("gold_facts", [])]
+            else:
+                question["expect_gap"] = True
+            data["required_questions"] = [question]
+        if "answerable" not in data:
+            questions = [q for q in data.get("required_questions") or [] if isinstance(q, dict)]
+            data["answerable"] = not questions or not all(q.get("expect_gap") for q in questions)
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> Task:
@@ -122,12 +195,36 @@ class Task(_Strict):
             raise ValueError("a syndication_trap task needs syndication_groups")
         if self.category == "domain_restricted" and not self.source_policy:
             raise ValueError("a domain_restricted task needs a source_policy")
+        expects_gap = all(question.expect_gap for question in self.required_questions)
+        if self.answerable == expects_gap:
+            raise ValueError(
+                "an answerable task needs a question answered by gold facts; an unanswerable "
+                "one (answerable: false) only questions that expect a stated gap"
+            )
+        if not self.answerable and (self.gold_facts or self.gold_pages):
+            raise ValueError("an unanswerable task has no gold facts or gold pages")
+        if self.docset is not None:
+            if self.question_type is None:
+                raise ValueError("a real-documents task needs a question_type")
+            if self.answerable and not (self.gold_facts and self.gold_pages):
+                raise ValueError("an answerable real-documents task needs gold facts and pages")
+            if any(fact.any_of for fact in self.gold_facts):
+                raise ValueError("real-documents gold facts are patterns, not literal any_of")
         return self
 
 
-def load_tasks(selection: list[str] | None = None, *, directory: Path = TASKS_DIR) -> list[Task]:
-    """Every task in ``directory`` in file-name order, or those whose id or category is named
-    in ``selection``; raises ``ValueError`` for an unknown name."""
+def load_tasks(
+    selection: list[str] | None = None,
+    *,
+    task_set: str = "fictional",
+    directory: Path | None = None,
+) -> list[Task]:
+    """Every task of ``task_set`` (or of ``directory``) in file-name order, or those whose id or
+    category is named in ``selection``; raises ``ValueError`` for an unknown set or name."""
+    if directory is None:
+        if task_set not in TASK_SETS:
+            raise ValueError(f"No task set named {task_set}; sets are {', '.join(TASK_SETS)}.")
+        directory = TASKS_DIR / task_set
     tasks = [
         Task.model_validate(json.loads(path.read_text(encoding="utf-8")))
         for path in sorted(directory.glob("*.json"))

@@ -93,6 +93,17 @@ def real_docs_web() -> Iterator[FrozenWeb]:
         yield web
 
 
+@pytest.fixture(scope="session")
+def real_docs_hostile_web() -> Iterator[FrozenWeb]:
+    """The real documentation web with the hostile community pages of
+    tests/fixtures/real_docs/hostile.py beside it, as the real-documents evaluation sees it."""
+    from tests.fixtures.real_docs.catalogue import require
+
+    require()
+    with serve_frozen_web(real_docs=[], extra_pages=True) as web:
+        yield web
+
+
 @pytest.fixture
 def web(frozen_web: FrozenWeb) -> Iterator[FrozenWeb]:
     """The frozen web with recorded requests and injected faults cleared before each test."""
