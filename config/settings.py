@@ -222,6 +222,11 @@ if RESEARCH_MAX_DEPTH not in ("quick", "standard", "thorough"):
     )
 RESEARCH_MAX_ACTIVE_RUNS_PER_USER = env_int("RESEARCH_MAX_ACTIVE_RUNS_PER_USER", 2, minimum=1)
 RESEARCH_MAX_ACTIVE_RUNS = env_int("RESEARCH_MAX_ACTIVE_RUNS", 4, minimum=1)
+# Per-user limits on new research: each run costs at least one planner call. Twenty an hour
+# is more than a person reviews; three plans in drafting at once keeps one person from
+# holding every worker thread with planner calls.
+RESEARCH_MAX_RUNS_PER_USER_PER_HOUR = env_int("RESEARCH_MAX_RUNS_PER_USER_PER_HOUR", 20, minimum=1)
+RESEARCH_MAX_PLANNING_RUNS_PER_USER = env_int("RESEARCH_MAX_PLANNING_RUNS_PER_USER", 3, minimum=1)
 RESEARCH_LEASE_SECONDS = env_int("RESEARCH_LEASE_SECONDS", 90, minimum=10)
 RESEARCH_REAPER_INTERVAL_SECONDS = env_int("RESEARCH_REAPER_INTERVAL_SECONDS", 30, minimum=1)
 
