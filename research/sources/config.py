@@ -8,10 +8,14 @@ tests can build one directly.
 from __future__ import annotations
 
 import ipaddress
+import os
+import ssl
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
+from research.engine.urls import UnsupportedURLError, normalize_url
 from research.sources.addresses import normalize_host, parse_allowed_host
 
 KNOWN_PROVIDERS: tuple[str, ...] = (
@@ -68,6 +72,10 @@ class SourcesConfig:
     ddgs_backend: str = "duckduckgo"
 
     def __post_init__(self) -> None:
+        for name in ENDPOINT_FIELDS:
+            check_endpoint(getattr(self, name))
+        if self.ca_bundle:
+            check_ca_bundle(self.ca_bundle)
         for entry in self.allowed_hosts:
             parse_allowed_host(entry)
         for host, address in self.static_hosts.items():
@@ -91,12 +99,51 @@ class SourcesConfig:
         for name in ("connect_timeout", "read_timeout", "total_timeout", "search_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be a positive number of seconds.")
+        for name in ("domain_interval", "provider_interval"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be zero or more seconds.")
         if self.max_page_bytes < 1024 or self.max_pdf_bytes < 1024:
             raise ValueError("Download limits must be at least 1024 bytes.")
         if not 0 <= self.max_redirects <= 20:
             raise ValueError("max_redirects must be between 0 and 20.")
         if not 1 <= self.max_attempts <= 10:
             raise ValueError("max_attempts must be between 1 and 10.")
+
+
+# Provider endpoints an operator may point elsewhere (a SearXNG next to the app, a mirror).
+ENDPOINT_FIELDS = (
+    "searxng_url",
+    "brave_api_url",
+    "tavily_api_url",
+    "wikipedia_api_url",
+    "arxiv_api_url",
+)
+
+
+def check_endpoint(url: str) -> None:
+    """Raise ``ValueError`` unless ``url`` is empty or an http(s) URL with a host and no
+    credentials (the fetcher refuses credentials in URLs, so one would fail every call)."""
+    if not url:
+        return
+    if urlsplit(url).scheme.lower() not in ("http", "https"):
+        raise ValueError(f"it must start with http:// or https://, not {url!r}.")
+    try:
+        normalize_url(url)
+    except UnsupportedURLError as exc:
+        raise ValueError(f"{url!r} is not a usable address: {exc}") from None
+
+
+def check_ca_bundle(path: str) -> None:
+    """Raise ``ValueError`` unless ``path`` is a readable PEM file of CA certificates."""
+    if not os.path.isfile(path):
+        raise ValueError(f"{path} does not exist or is not a file; give a PEM file of CAs.")
+    try:
+        ssl.create_default_context(cafile=path)
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(
+            f"{path} cannot be read as PEM certificates ({exc.strerror or exc}); give a PEM "
+            "file of CAs."
+        ) from None
 
 
 # setting name -> (SourcesConfig field, parser)
