@@ -82,6 +82,17 @@ def frozen_web() -> Iterator[FrozenWeb]:
         yield web
 
 
+@pytest.fixture(scope="session")
+def real_docs_web() -> Iterator[FrozenWeb]:
+    """A frozen web serving the real documentation sets of tests/fixtures/real_docs under their
+    own host names (skipped outside CI when the Debian packages are missing)."""
+    from tests.fixtures.real_docs.catalogue import require
+
+    require()
+    with serve_frozen_web(real_docs=[]) as web:
+        yield web
+
+
 @pytest.fixture
 def web(frozen_web: FrozenWeb) -> Iterator[FrozenWeb]:
     """The frozen web with recorded requests and injected faults cleared before each test."""
