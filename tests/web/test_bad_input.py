@@ -110,7 +110,6 @@ def real_values(owner, team) -> dict[str, str]:
         "object_id": str(run.pk),
         "id": str(owner.pk),
         "url": "research/researchrun/",
-        "uidb64": "MQ",
     }
 
 
@@ -120,7 +119,8 @@ def _value_for(route: Route, param: str, values: dict[str, str]) -> str:
         instance = model.objects.order_by("pk").first() if model else None
         if instance is not None:
             return str(instance.pk)
-    return values.get(param, "x")
+    assert param in values, f"a new path parameter {param!r}: give it a real value above"
+    return values[param]
 
 
 def _with_nul(value: str) -> Iterator[str]:
