@@ -247,6 +247,11 @@ RESEARCH_MAX_RUNS_PER_USER_PER_HOUR = env_int("RESEARCH_MAX_RUNS_PER_USER_PER_HO
 RESEARCH_MAX_PLANNING_RUNS_PER_USER = env_int("RESEARCH_MAX_PLANNING_RUNS_PER_USER", 3, minimum=1)
 RESEARCH_LEASE_SECONDS = env_int("RESEARCH_LEASE_SECONDS", 90, minimum=10)
 RESEARCH_REAPER_INTERVAL_SECONDS = env_int("RESEARCH_REAPER_INTERVAL_SECONDS", 30, minimum=1)
+# Worker attempts in a row that may end in an unexpected error before the run is failed
+# (research/crashes.py). One crash can be a passing fault (a dropped connection, a worker
+# killed mid-write); three in a row are a bug or a bad input that more attempts will not
+# fix, and at the default reaper interval they give up within about a minute and a half.
+RESEARCH_WORKER_MAX_ATTEMPTS = env_int("RESEARCH_WORKER_MAX_ATTEMPTS", 3, minimum=1)
 
 # Source acquisition (research/sources). Values pass through as written;
 # research.sources.config parses them and the research app checks them at start-up,
@@ -276,6 +281,15 @@ SOURCES_VARIABLES = (
     "RESEARCH_WIKIPEDIA_API_URL",
     "RESEARCH_ARXIV_API_URL",
     "RESEARCH_DDGS_BACKEND",
+    "RESEARCH_SCHOLARLY_MAILTO",
+    "RESEARCH_OPENALEX_API_URL",
+    "OPENALEX_API_KEY",
+    "RESEARCH_CROSSREF_API_URL",
+    "RESEARCH_PUBMED_API_URL",
+    "NCBI_API_KEY",
+    "RESEARCH_NCBI_TOOL",
+    "RESEARCH_SEMANTIC_SCHOLAR_API_URL",
+    "SEMANTIC_SCHOLAR_API_KEY",
 )
 for _name in SOURCES_VARIABLES:
     if env_str(_name):

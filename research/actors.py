@@ -4,18 +4,23 @@ An actor claims the run with a lease (compare-and-set), keeps the lease alive wi
 heartbeat, asks the orchestrator to advance the run as far as it can go, and releases
 the lease. Running the same message twice is harmless: the second claim fails, or the
 orchestrator finds the work already committed. Each network and model call has its own
-timeout (Dramatiq's time limit cannot interrupt a blocking socket).
+timeout (Dramatiq's time limit cannot interrupt a blocking socket). An attempt that ends in
+an unexpected error is counted on the run and, after ``RESEARCH_WORKER_MAX_ATTEMPTS`` in a
+row, fails it (``research.crashes``) instead of being re-sent forever.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 
 import dramatiq
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
+from dramatiq.middleware import TimeLimitExceeded
 
+from research.crashes import clear_crashes, record_crash
 from research.engine.orchestrator import Orchestrator
 from research.engine.ports import LeaseLost, ModelClient, SystemClock
 from research.engine.states import RunStatus, is_terminal
@@ -68,9 +73,46 @@ def advance_run(run_id: str) -> None:
             _advance_claimed(run_id, owner)
     except LeaseLost as exc:
         logger.info("Stopped work on run %s: %s", run_id, exc)
+    except (Exception, TimeLimitExceeded) as exc:
+        _count_crash(run_id, owner, exc)
+    else:
+        clear_crashes(run_id)
     finally:
         release_lease(run_id, owner)
         wake_queued_runs()
+
+
+def _count_crash(run_id: str, owner: str, error: BaseException) -> None:
+    """Record an attempt that ended in an unexpected error, logging its traceback once.
+    The error is not raised again: the count decides whether the run is tried again (the
+    reaper re-sends it) or failed, so Dramatiq's own retries would only add attempts."""
+    try:
+        record = record_crash(run_id, owner, error)
+    except Exception:
+        # Recording needs the database; if it is down, Dramatiq's retries (with backoff)
+        # and the reaper try the run again later.
+        logger.exception("Run %s: could not record a worker error.", run_id)
+        raise error from None
+    if record is None:
+        logger.error(
+            "Run %s: unexpected error; another worker holds the run now.", run_id, exc_info=error
+        )
+    elif record.failed:
+        logger.error(
+            "Run %s: unexpected error on attempt %d of %d; the run is now failed.",
+            run_id,
+            record.attempts,
+            record.limit,
+            exc_info=error,
+        )
+    else:
+        logger.error(
+            "Run %s: unexpected error on attempt %d of %d; it will be tried again.",
+            run_id,
+            record.attempts,
+            record.limit,
+            exc_info=error,
+        )
 
 
 def _advance_claimed(run_id: str, owner: str) -> None:
@@ -102,9 +144,24 @@ def wake_queued_runs() -> None:
 
 
 def reap_once() -> list[str]:
-    """Re-send every run whose worker died or whose message was lost; returns their ids."""
+    """Re-send every run whose worker died, whose message was lost or whose last attempt
+    ended in an error (one not yet counted out); returns their ids."""
     found = stale_runs()
+    crashed = dict(
+        ResearchRun.objects.filter(pk__in=found, worker_attempts__gt=0).values_list(
+            "pk", "worker_attempts"
+        )
+    )
     for run_id in found:
-        logger.info("Re-enqueueing run %s: its worker is gone.", run_id)
+        attempts = crashed.get(uuid.UUID(run_id))
+        if attempts:
+            logger.info(
+                "Re-sending run %s: worker attempt %d of %d ended in an error.",
+                run_id,
+                attempts,
+                settings.RESEARCH_WORKER_MAX_ATTEMPTS,
+            )
+        else:
+            logger.info("Re-enqueueing run %s: its worker is gone.", run_id)
         advance_run.send(run_id)
     return found

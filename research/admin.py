@@ -55,7 +55,7 @@ class ResearchRunAdmin(AuditOnly, admin.ModelAdmin):
         "usage_summary",
         "created_at",
     )
-    list_filter = ("status", "depth", "visibility")
+    list_filter = ("status", "stop_reason", "depth", "visibility")
     search_fields = ("question", "title", "owner__username")
     date_hierarchy = "created_at"
     inlines = [StepInline]

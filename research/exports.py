@@ -356,13 +356,16 @@ def report_markdown(run: ResearchRun) -> str | None:
             "",
         ]
     header += [
-        f"*Status:* {run.get_status_display()} · *Depth:* {run.get_depth_display()} · "
+        f"*Status:* {run.outcome.label} · *Depth:* {run.get_depth_display()} · "
         f"*Exported:* {timezone.now():%Y-%m-%d %H:%M} UTC",
         "",
         f"*Usage:* {usage.searches} searches, {usage.sources_read} sources read, "
         f"{usage.evidence_items} verified excerpts, {usage.model_calls} model calls, "
         f"{usage.input_tokens:,} input and {usage.output_tokens:,} output tokens.",
     ]
+    outcome = run.outcome
+    if outcome.partial:
+        header += ["", f"> {escape_markdown(outcome.sentence)}"]
     return "\n".join(header) + "\n" + rest
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.forms import formset_factory
 
 from accounts.models import Team, User
@@ -31,6 +31,7 @@ from research.engine.contracts import (
     partial_date_bounds,
 )
 from research.engine.guards import budget_for
+from research.engine.outcomes import OUTCOME_FILTERS, OutcomeFilter
 from research.models import ResearchRun
 from research.report_templates import REPORT_TEMPLATES
 from research.services import CLIENT_REQUEST_ID_MAX_CHARS, INSTRUCTION_MAX_CHARS, QUESTION_MAX_CHARS
@@ -800,18 +801,16 @@ class SharingForm(forms.Form):
         return data
 
 
-STATUS_GROUPS: dict[str, tuple[str, list[str]]] = {
-    "active": (
-        "In progress",
-        ["created", "planning", "queued", "researching", "synthesizing"],
-    ),
-    "awaiting_approval": ("Awaiting approval", ["awaiting_approval"]),
-    "paused": ("Paused", ["paused"]),
-    "completed": ("Completed", ["completed"]),
-    "budget_exhausted": ("Partial (budget used up)", ["budget_exhausted"]),
-    "failed": ("Failed", ["failed"]),
-    "cancelled": ("Cancelled", ["cancelled"]),
-}
+# The dashboard filters by outcome: status and, for runs that ended, why they stopped.
+OUTCOME_CHOICES: dict[str, OutcomeFilter] = {choice.key: choice for choice in OUTCOME_FILTERS}
+
+
+def outcome_query(choice: OutcomeFilter) -> Q:
+    """The runs an outcome filter choice selects, from the stored status and stop reason."""
+    query = Q(status__in=[status.value for status in choice.statuses])
+    if choice.stop_reasons is not None:
+        query &= Q(stop_reason__in=[reason.value for reason in choice.stop_reasons])
+    return query
 
 
 class DashboardFilterForm(forms.Form):
@@ -824,7 +823,7 @@ class DashboardFilterForm(forms.Form):
     )
     status = forms.ChoiceField(
         required=False,
-        choices=[("", "Any status")] + [(k, label) for k, (label, _) in STATUS_GROUPS.items()],
+        choices=[("", "Any status")] + [(k, c.label) for k, c in OUTCOME_CHOICES.items()],
     )
     team = forms.ChoiceField(required=False)
     mine = forms.BooleanField(required=False)
@@ -844,7 +843,7 @@ class DashboardFilterForm(forms.Form):
         if data.get("q", "").strip():
             runs = runs.filter(question__icontains=data["q"].strip())
         if data.get("status"):
-            runs = runs.filter(status__in=STATUS_GROUPS[data["status"]][1])
+            runs = runs.filter(outcome_query(OUTCOME_CHOICES[data["status"]]))
         if data.get("team"):
             runs = runs.filter(team_id=int(data["team"]))
         if data.get("mine"):

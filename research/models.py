@@ -14,11 +14,18 @@ from django.db import models
 from django.db.models.functions import Length
 from django.utils import timezone
 
+from research.engine.guards import StopReason
+from research.engine.outcomes import STATUS_LABELS, Outcome, run_outcome
+from research.engine.states import RunStatus
 from research.fields import SchemaJSONField
 
 models.TextField.register_lookup(Length)
 
 CONTRACTS = "research.engine.contracts"
+
+
+# The engine's stop reasons are the choices; their values are what filters and programs use.
+_STOP_REASONS = [(reason.value, reason.value.replace("_", " ")) for reason in StopReason]
 
 
 def _empty_working_state() -> dict:
@@ -33,17 +40,17 @@ def _standard_budget() -> dict:
 
 class ResearchRun(models.Model):
     class Status(models.TextChoices):
-        CREATED = "created", "Created"
-        PLANNING = "planning", "Planning"
-        AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
-        QUEUED = "queued", "Queued"
-        RESEARCHING = "researching", "Researching"
-        SYNTHESIZING = "synthesizing", "Writing report"
-        COMPLETED = "completed", "Completed"
-        PAUSED = "paused", "Paused"
-        CANCELLED = "cancelled", "Cancelled"
-        FAILED = "failed", "Failed"
-        BUDGET_EXHAUSTED = "budget_exhausted", "Budget exhausted"
+        CREATED = "created", STATUS_LABELS[RunStatus.CREATED]
+        PLANNING = "planning", STATUS_LABELS[RunStatus.PLANNING]
+        AWAITING_APPROVAL = "awaiting_approval", STATUS_LABELS[RunStatus.AWAITING_APPROVAL]
+        QUEUED = "queued", STATUS_LABELS[RunStatus.QUEUED]
+        RESEARCHING = "researching", STATUS_LABELS[RunStatus.RESEARCHING]
+        SYNTHESIZING = "synthesizing", STATUS_LABELS[RunStatus.SYNTHESIZING]
+        COMPLETED = "completed", STATUS_LABELS[RunStatus.COMPLETED]
+        PAUSED = "paused", STATUS_LABELS[RunStatus.PAUSED]
+        CANCELLED = "cancelled", STATUS_LABELS[RunStatus.CANCELLED]
+        FAILED = "failed", STATUS_LABELS[RunStatus.FAILED]
+        BUDGET_EXHAUSTED = "budget_exhausted", STATUS_LABELS[RunStatus.BUDGET_EXHAUSTED]
 
     class Depth(models.TextChoices):
         QUICK = "quick", "Quick"
@@ -85,6 +92,14 @@ class ResearchRun(models.Model):
     resume_phase = models.CharField(max_length=20, choices=Status.choices, blank=True)
     terminal_reason = models.CharField(max_length=200, blank=True)
     last_error = models.TextField(blank=True)
+    # Why the run stopped, as data (research.engine.outcomes describes it), and for a budget
+    # stop the usage counter that ran out. Kept for runs that ended; cleared when one moves on.
+    stop_reason = models.CharField(max_length=30, choices=_STOP_REASONS, blank=True)
+    stop_limit = models.CharField(max_length=30, blank=True)
+    # Consecutive worker attempts that ended in an unexpected error, and the last one's
+    # class and first line (never a traceback); see research.crashes.
+    worker_attempts = models.PositiveSmallIntegerField(default=0)
+    worker_error = models.CharField(max_length=300, blank=True)
 
     plan = SchemaJSONField(schema=f"{CONTRACTS}.ResearchPlan", null=True, blank=True)
     plan_version = models.PositiveIntegerField(default=0)
@@ -116,6 +131,7 @@ class ResearchRun(models.Model):
             models.Index(fields=["owner", "-created_at"], name="run_owner_created"),
             models.Index(fields=["team", "-created_at"], name="run_team_created"),
             models.Index(fields=["status", "updated_at"], name="run_status_updated"),
+            models.Index(fields=["status", "stop_reason"], name="run_status_stop_reason"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -139,6 +155,17 @@ class ResearchRun(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in (self.Status.COMPLETED, self.Status.CANCELLED)
+
+    @property
+    def outcome(self) -> Outcome:
+        """How the run stands, in the words every page and the command line use."""
+        return run_outcome(
+            self.status,
+            self.stop_reason,
+            self.stop_limit,
+            budget=self.budget,
+            detail=self.last_error if self.status == self.Status.FAILED else self.terminal_reason,
+        )
 
 
 class ResearchStep(models.Model):

@@ -27,7 +27,9 @@ from accounts.models import Membership, Team, User
 from research.access import can_create_team_run
 from research.engine.contracts import Budget, ResearchPlan, SourcePolicy
 from research.engine.guards import budget_for
+from research.engine.outcomes import outcome_controls, run_outcome
 from research.engine.states import (
+    Control,
     RunStatus,
     can_pause,
     check_transition,
@@ -39,6 +41,8 @@ from research.models import ResearchEvidence, ResearchRun, ResearchSource, Resea
 
 logger = logging.getLogger(__name__)
 
+# Statuses whose stop reason is kept: how the run ended.
+_ENDED = (RunStatus.COMPLETED, RunStatus.BUDGET_EXHAUSTED, RunStatus.FAILED)
 QUESTION_MAX_CHARS = 4000
 INSTRUCTION_MAX_CHARS = 2000
 # The column's width (ResearchRun.client_request_id); pages send a 32-character hex id.
@@ -136,6 +140,11 @@ def run_transition(
         rows = rows.filter(plan_version=plan_version)
     if to == RunStatus.PAUSED:
         fields.setdefault("resume_phase", expected)
+    if to not in _ENDED:
+        # A stop reason says how a run ended; one that moves on (retried, given more
+        # budget, cancelled) no longer has one.
+        fields.setdefault("stop_reason", "")
+        fields.setdefault("stop_limit", "")
     if is_terminal(to):
         fields.setdefault("completed_at", now)
         fields.setdefault("lease_owner", "")
@@ -153,6 +162,8 @@ def _has_live_lease(run: ResearchRun) -> bool:
 
 
 def _refused(run: ResearchRun, action: str) -> RunActionError:
+    if run.status == RunStatus.BUDGET_EXHAUSTED:
+        return RunActionError(f"A run that ended with a partial report cannot be {action}.")
     label = run.get_status_display().lower()
     return RunActionError(f"A run that is {label} cannot be {action}.")
 
@@ -500,6 +511,9 @@ def run_retry(*, run: ResearchRun) -> ResearchRun:
         last_error="",
         resume_phase="",
         terminal_reason="",
+        # A retry is a person's decision to try again: earlier worker errors no longer count.
+        worker_attempts=0,
+        worker_error="",
     ):
         raise _refused(run, "retried")
     _enqueue_advance(run.pk)
@@ -524,6 +538,11 @@ def budget_increase(*, run: ResearchRun, factor: float = BUDGET_INCREASE_FACTOR)
     """Grow every hard limit by ``factor`` (capped by the deployment) and research on."""
     if run.status != RunStatus.BUDGET_EXHAUSTED:
         raise _refused(run, "given more budget")
+    if Control.INCREASE_BUDGET not in outcome_controls(run.status, run.stop_reason):
+        why = run_outcome(run.status, run.stop_reason).label.partition(": ")[2]
+        raise RunActionError(
+            f"This run did not stop at a budget limit ({why}), so more budget would not help."
+        )
     if not 1 < factor <= 4:
         raise RunActionError("A budget can grow by more than 1× and at most 4× at a time.")
     current = Budget.model_validate(run.budget)

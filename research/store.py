@@ -52,6 +52,8 @@ _SOURCE_KIND = {
     "pdf": ResearchSource.Kind.PDF,
 }
 _STOPPED = (RunStatus.FAILED, RunStatus.BUDGET_EXHAUSTED, RunStatus.PAUSED)
+# Statuses whose stop reason is kept: how the run ended.
+_ENDED = (RunStatus.COMPLETED, RunStatus.BUDGET_EXHAUSTED, RunStatus.FAILED)
 
 
 class DjangoStore:
@@ -122,9 +124,15 @@ class DjangoStore:
         to: RunStatus,
         plan_version: int | None = None,
         reason: str = "",
+        stop_reason: str = "",
+        stop_limit: str = "",
     ) -> bool:
         now = timezone.now()
         fields: dict[str, Any] = {"status": to, "updated_at": now}
+        ends = to in _ENDED
+        fields.update(
+            stop_reason=stop_reason if ends else "", stop_limit=stop_limit if ends else ""
+        )
         if to == RunStatus.PAUSED:
             fields.update(resume_phase=expected, pause_requested=False)
         elif to == RunStatus.FAILED:

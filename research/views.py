@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser
@@ -47,7 +48,8 @@ from research.access import (
 )
 from research.engine.citations import describe_locator
 from research.engine.contracts import Budget, SourcePolicy, Usage
-from research.engine.states import Control, RunStatus, allowed_controls
+from research.engine.outcomes import LIMIT_LABELS, outcome_controls
+from research.engine.states import Control, RunStatus
 from research.exports import (
     evidence_contract,
     pdf_unavailable_reason,
@@ -98,6 +100,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "question",
             "title",
             "status",
+            "stop_reason",
+            "stop_limit",
+            "terminal_reason",
+            "last_error",
             "depth",
             "visibility",
             "created_at",
@@ -166,6 +172,10 @@ def run_new(request: HttpRequest) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------
 
 
+# What a run's outcome is described from (ResearchRun.outcome).
+_OUTCOME_FIELDS = ("status", "stop_reason", "stop_limit", "budget", "terminal_reason", "last_error")
+
+
 def header_context(run: ResearchRun, user: User | AnonymousUser) -> dict[str, Any]:
     visible = runs_visible_to(user)
     current = (
@@ -183,11 +193,13 @@ def header_context(run: ResearchRun, user: User | AnonymousUser) -> dict[str, An
         if run.parent_run_id
         else None,
         "children": list(
-            visible.filter(parent_run=run).only("id", "title", "question", "status")[:20]
+            visible.filter(parent_run=run).only(*_OUTCOME_FIELDS, "id", "title", "question")[:20]
         ),
         "current_step": step_label(current, {}) if current else "",
         "queue_position": services.queue_position(run),
         "has_report": bool(run.report),
+        "outcome": run.outcome,
+        "worker_attempts_limit": settings.RESEARCH_WORKER_MAX_ATTEMPTS,
     }
 
 
@@ -197,6 +209,8 @@ class Meter:
     used: float
     limit: float
     unit: str = ""
+    # The budget limit that stopped the run.
+    reached: bool = False
 
     @property
     def percent(self) -> int:
@@ -211,15 +225,28 @@ def progress_context(run: ResearchRun) -> dict[str, Any]:
     coverage = (run.working_state or {}).get("coverage") or {}
     questions = len((run.plan or {}).get("questions") or [])
     covered = sum(1 for item in coverage.values() if item.get("evidence_count", 0) > 0)
+    outcome = run.outcome
+    stopped_at = {outcome.stop_limit} if outcome.budget_stop else set()
+    if "searches" in stopped_at:
+        stopped_at.add(
+            "fetched_sources"
+        )  # research stops on searches only when reads are spent too
+    # Every hard limit that can stop research is listed, so the one that did is visible.
+    limits = [
+        ("iterations", usage.iterations, budget.iterations, ""),
+        ("searches", max(usage.searches, steps["search"]), budget.searches, ""),
+        ("fetched_sources", max(usage.fetched_sources, steps["read"]), budget.fetched_sources, ""),
+        ("model_calls", usage.model_calls, budget.model_calls, ""),
+        ("elapsed_seconds", round(usage.elapsed_seconds), budget.elapsed_seconds, "seconds"),
+        ("bytes_fetched", usage.bytes_fetched, budget.bytes_per_run, "bytes"),
+        ("input_tokens", usage.input_tokens, budget.input_tokens, "tokens"),
+        ("output_tokens", usage.output_tokens, budget.output_tokens, "tokens"),
+    ]
     return {
         "run": run,
         "meters": [
-            Meter("Searches", max(usage.searches, steps["search"]), budget.searches),
-            Meter(
-                "Sources read", max(usage.fetched_sources, steps["read"]), budget.fetched_sources
-            ),
-            Meter("Model calls", usage.model_calls, budget.model_calls),
-            Meter("Time", round(usage.elapsed_seconds), budget.elapsed_seconds, "seconds"),
+            Meter(LIMIT_LABELS[key].capitalize(), used, limit, unit, reached=key in stopped_at)
+            for key, used, limit, unit in limits
         ],
         "evidence_count": run.evidence.filter(out_of_scope=False).count(),
         "questions_total": questions,
@@ -395,7 +422,7 @@ def sources_context(run: ResearchRun) -> dict[str, Any]:
 def controls_context(request: HttpRequest, run: ResearchRun, **extra: Any) -> dict[str, Any]:
     """The controls legal in the run's status, if the user's role permits controlling it."""
     permitted = can_control_run(request.user, run)
-    controls = allowed_controls(run.status) if permitted else frozenset()
+    controls = outcome_controls(run.status, run.stop_reason) if permitted else frozenset()
     return {
         "run": run,
         "controls": {control.value for control in controls},

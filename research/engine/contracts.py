@@ -8,6 +8,7 @@ forbidden everywhere: a model (or a stale client) cannot smuggle data past valid
 
 import calendar
 import re
+from collections.abc import Callable
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal, get_args
@@ -21,8 +22,14 @@ from pydantic import (
     model_validator,
 )
 
+from research.engine.identifiers import (
+    normalize_doi,
+    normalize_pmcid,
+    normalize_pmid,
+    parse_arxiv_id,
+)
 from research.engine.states import RunStatus
-from research.engine.urls import UnsupportedURLError, normalize_host
+from research.engine.urls import UnsupportedURLError, is_http_url, normalize_host
 
 SCHEMA_VERSION = 1
 
@@ -121,8 +128,101 @@ class SourcePolicy(Contract):
         return self
 
 
+# Bounds of scholarly metadata. OpenAlex itself lists at most 100 authors per work; a
+# consortium paper's thousands of names would swell every stored candidate.
+SCHOLARLY_MAX_AUTHORS = 100
+SCHOLARLY_AUTHOR_MAX_CHARS = 300
+SCHOLARLY_TITLE_MAX_CHARS = 1000
+SCHOLARLY_VENUE_MAX_CHARS = 500
+# Structured abstracts of long reviews run to about 5,000 characters; twice that keeps every
+# real abstract whole and bounds a hostile one.
+SCHOLARLY_ABSTRACT_MAX_CHARS = 10_000
+
+
+class ScholarlyMetadata(_Part):
+    """What a scholarly index (OpenAlex, Crossref, PubMed, Semantic Scholar, arXiv) says about
+    the work behind a search result.
+
+    Identifiers are stored normalised (``research.engine.identifiers``): the DOI in lower case
+    without resolver, the arXiv id with the version the index named, the PMID as digits, the
+    PMCID as ``PMC`` + digits; a malformed identifier is refused. ``full_text_url`` is an
+    open-access full text the index named; ``landing_url`` the work's page.
+    """
+
+    doi: str | None = None
+    arxiv_id: str | None = None
+    pmid: str | None = None
+    pmcid: str | None = None
+    title: Annotated[str, Field(max_length=SCHOLARLY_TITLE_MAX_CHARS)] = ""
+    authors: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=SCHOLARLY_AUTHOR_MAX_CHARS)]],
+        Field(max_length=SCHOLARLY_MAX_AUTHORS),
+    ] = Field(default_factory=list)
+    more_authors: bool = False
+    venue: Annotated[str, Field(max_length=SCHOLARLY_VENUE_MAX_CHARS)] | None = None
+    year: int | None = Field(default=None, ge=1000, le=9999)
+    abstract: Annotated[str, Field(max_length=SCHOLARLY_ABSTRACT_MAX_CHARS)] | None = None
+    full_text_url: str | None = None
+    landing_url: str | None = None
+
+    @field_validator("doi")
+    @classmethod
+    def _doi(cls, value: str | None) -> str | None:
+        return _identifier(value, normalize_doi, "a DOI (10.<registrant>/<suffix>)")
+
+    @field_validator("arxiv_id")
+    @classmethod
+    def _arxiv(cls, value: str | None) -> str | None:
+        return _identifier(value, lambda v: _str_or_none(parse_arxiv_id(v)), "an arXiv id")
+
+    @field_validator("pmid")
+    @classmethod
+    def _pmid(cls, value: str | None) -> str | None:
+        return _identifier(value, normalize_pmid, "a PubMed id (digits)")
+
+    @field_validator("pmcid")
+    @classmethod
+    def _pmcid(cls, value: str | None) -> str | None:
+        return _identifier(value, normalize_pmcid, "a PubMed Central id (PMC + digits)")
+
+    @field_validator("full_text_url", "landing_url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not is_http_url(value):
+            raise ValueError(f"{value[:80]!r} is not an http(s) URL")
+        return value.strip()
+
+
+def _str_or_none(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _identifier(value: str | None, normalize: Callable[[str], str | None], what: str) -> str | None:
+    if value is None:
+        return None
+    normalized = normalize(value)
+    if normalized is None:
+        raise ValueError(f"{str(value)[:80]!r} is not {what}")
+    return normalized
+
+
+class CandidateVariant(_Part):
+    """One address of a work: a landing page or an open-access full text, with the providers
+    that named it. Kept for audit when several results are collapsed into one work."""
+
+    url: NonEmptyStr
+    role: Literal["landing", "full_text"] = "landing"
+    providers: list[str] = Field(default_factory=list)
+
+
 class SearchCandidate(Contract):
-    """One search result as a provider (or a merge of providers) returned it."""
+    """One search result as a provider (or a merge of providers) returned it.
+
+    ``scholarly`` carries a scholarly index's metadata; ``variants`` lists every address of
+    the work when results of one work were collapsed (``research.engine.works``).
+    """
 
     url: NonEmptyStr
     title: str = ""
@@ -131,6 +231,8 @@ class SearchCandidate(Contract):
     rank: int = Field(ge=1)
     published_at: str | None = None
     provider_ranks: dict[str, int] = Field(default_factory=dict)
+    scholarly: ScholarlyMetadata | None = None
+    variants: list[CandidateVariant] = Field(default_factory=list)
 
 
 class Heading(_Part):
@@ -543,6 +645,9 @@ class SourceRecord(Contract):
     duplicate_of: str | None = None
     status_reason: str = ""
     declared_canonical_url: str | None = None
+    # Keys of the scholarly work the source is a copy of (``doi:…``, ``arxiv:…``; see
+    # ``works.WorkIdentity.keys``): two copies of one paper are not independent.
+    work_ids: list[str] = Field(default_factory=list)
 
 
 class ContradictionPosition(_Part):
@@ -668,7 +773,10 @@ class WorkingState(Contract):
     followed_up_contradictions: list[str] = Field(default_factory=list)
     resolved_contradictions: list[str] = Field(default_factory=list)
     synthesis_reserve: SynthesisReserve = Field(default_factory=SynthesisReserve)
+    # Why research stopped (a StopReason value) and, for a budget stop, the usage counter
+    # that ran out ("iterations", "searches", …).
     stop_reason: str | None = None
+    stop_limit: str | None = None
     # The texts of the latest searches (newest last), shown to the decision model.
     recent_queries: list[str] = Field(default_factory=list)
     # Evidence already credited to an iteration's information gain.

@@ -805,14 +805,22 @@ def diminishing_returns(state: WorkingState) -> bool:
 
 
 class StopReason(StrEnum):
-    """Why research moved on to synthesis (or stopped)."""
+    """Why research stopped, and so why the run ended where it did; stored on the run as
+    data (``stop_reason``) so pages, the command line and filters never match on prose."""
 
     FINISH_GATE_PASSED = "finish_gate_passed"
     BUDGET_EXHAUSTED = "budget_exhausted"
     TIME_EXHAUSTED = "time_exhausted"
     DIMINISHING_RETURNS = "diminishing_returns"
     ONLY_EQUIVALENT_SEARCHES = "only_equivalent_searches"
+    # Research stopped for lack of anything new and not one source could be read: the
+    # searches found nothing fetchable, or every page was blocked, failed or unsupported.
+    NO_READABLE_SOURCES = "no_readable_sources"
     PROVIDER_FAILURES = "provider_failures"
+    # The decision model answered with unusable decisions twice in a row.
+    INVALID_DECISIONS = "invalid_decisions"
+    # The worker hit an unexpected error on several attempts in a row.
+    WORKER_ERROR = "worker_error"
     PAUSED = "paused"
     CANCELLED = "cancelled"
 
@@ -823,7 +831,11 @@ STOP_MESSAGES: dict[StopReason, str] = {
     StopReason.TIME_EXHAUSTED: "The research time limit was reached.",
     StopReason.DIMINISHING_RETURNS: "Three rounds of research added nothing new.",
     StopReason.ONLY_EQUIVALENT_SEARCHES: "Only repeats of earlier searches were left to try.",
+    StopReason.NO_READABLE_SOURCES: "No source could be read.",
     StopReason.PROVIDER_FAILURES: "Search or fetch providers kept failing.",
+    StopReason.INVALID_DECISIONS: "The decision model twice returned decisions that could not "
+    "be used.",
+    StopReason.WORKER_ERROR: "The worker kept hitting an unexpected error.",
     StopReason.PAUSED: "The run was paused.",
     StopReason.CANCELLED: "The run was cancelled.",
 }

@@ -31,6 +31,7 @@ from research.engine.contracts import (
     TextLocator,
 )
 from research.engine.urls import UnsupportedURLError, hostname, registrable_domain
+from research.engine.works import work_cluster_keys
 
 # --------------------------------------------------------------------------------------------
 # Text normalisation for matching
@@ -470,24 +471,28 @@ def assign_independence_clusters(sources: Iterable[SourceRecord]) -> dict[str, s
 
     Two sources share a cluster when they share a registrable domain, a publisher, a content
     hash (mirrors and syndicated copies), when one declares a canonical URL on the other's
-    site, or when one is recorded as a duplicate of the other. Grouping is transitive. The
-    cluster name is the smallest ``domain:`` key of the group (else its smallest key), so it
-    reads like ``domain:example.org``.
+    site, or when one is recorded as a duplicate of the other. A scholarly work (a source with
+    a DOI, arXiv id, PMID or PMCID in its ``work_ids`` or its URL) is grouped by that identity
+    instead of its domain and publisher: two copies of a paper are one cluster, while two
+    papers on arXiv, in PubMed or in one journal are different studies. Grouping is
+    transitive. The cluster name is the smallest ``domain:`` key of the group (else its
+    smallest key), so it reads like ``domain:example.org``.
     """
     groups = _UnionFind()
     records = list(sources)
     for record in records:
         node = f"source:{record.id}"
         groups.find(node)
-        site = _site_of(record.url) or (
-            registrable_domain(record.domain) if record.domain else None
-        )
-        keys = []
-        if site:
-            keys.append(f"domain:{site}")
-        publisher = normalize_publisher(record.publisher)
-        if publisher:
-            keys.append(f"publisher:{publisher}")
+        keys = [f"work:{key}" for key in work_cluster_keys(record)]
+        if not keys:
+            site = _site_of(record.url) or (
+                registrable_domain(record.domain) if record.domain else None
+            )
+            if site:
+                keys.append(f"domain:{site}")
+            publisher = normalize_publisher(record.publisher)
+            if publisher:
+                keys.append(f"publisher:{publisher}")
         if record.content_hash:
             keys.append(f"content:{record.content_hash}")
         declared = _site_of(record.declared_canonical_url)

@@ -93,6 +93,7 @@ from research.engine.ledger import (
     find_duplicate,
     verify_candidates,
 )
+from research.engine.outcomes import BUDGET_STOPS, NOTHING_NEW_STOPS
 from research.engine.ports import (
     AcquisitionError,
     Clock,
@@ -143,7 +144,6 @@ RECENT_QUERIES_KEPT = 20
 BRIEF_CANDIDATES = 30
 BRIEF_EVIDENCE = 80
 BRIEF_FAILED_SOURCES = 20
-INVALID_DECISIONS_STOP = "invalid_decisions"
 _FOLLOW_UP_QUALIFIERS = (
     "official figures",
     "official statistics",
@@ -349,14 +349,18 @@ def fallback_report(
                 by_question[qid].append(item)
                 break
     sections: list[ReportSection] = []
-    for question in plan.questions:
+    for position, question in enumerate(plan.questions, start=1):
+        # Claim ids derive from the section's position, not the question id: a valid question
+        # id may already be 64 characters, the longest an id may be. Positions are unique and
+        # the same for the same plan.
+        prefix = f"s{position}"
         statements = []
         for number, item in enumerate(by_question[question.id], start=1):
             source = sources.get(item.source_id)
             origin = (source.title if source and source.title else "") or "A source"
             statements.append(
                 Statement(
-                    claim_id=f"{question.id}-e{number}",
+                    claim_id=f"{prefix}-e{number}",
                     kind="finding",
                     text=f"{display_text(origin, 200)} states: “{item.excerpt}”",
                     evidence_ids=[item.id],
@@ -366,7 +370,7 @@ def fallback_report(
         if not statements:
             statements.append(
                 Statement(
-                    claim_id=f"{question.id}-gap",
+                    claim_id=f"{prefix}-gap",
                     kind="caveat",
                     text="No verified evidence was found for this question.",
                     confidence="low",
@@ -462,11 +466,15 @@ class _Batch:
 
 @dataclass(frozen=True)
 class _Halt:
-    """Why the research loop left: a stop (go to synthesis), a control, or a failure."""
+    """Why the research loop left: a stop (go to synthesis), a control, or a failure.
+
+    ``stop`` is the :class:`StopReason` value (for a failure too, when it has one) and
+    ``limit`` the budget counter that ran out, for a budget stop."""
 
     kind: Literal["stop", "pause", "cancel", "fail"]
     reason: str = ""
     stop: str | None = None
+    limit: str | None = None
 
 
 _PAUSE = _Halt("pause")
@@ -638,11 +646,11 @@ class Orchestrator:
         self._step_started(run.id, step.id, "plan", message)
         self._count_retry(ledger, step)
 
-        def fail(reason: str, usage: Usage) -> PlanningFailed:
+        def fail(reason: str, usage: Usage, stop: str | None = None) -> PlanningFailed:
             self._store.finish_step(step.id, status="failed", usage=usage, error=reason)
             self._step_finished(run.id, step.id, "plan", "failed", "Planning failed")
             self._store.save_checkpoint(run.id, state=run.state, usage=ledger.usage())
-            self._fail(run.id, _S.PLANNING, reason)
+            self._fail(run.id, _S.PLANNING, reason, stop=stop)
             return PlanningFailed(reason)
 
         if not run.objective.strip():
@@ -669,7 +677,9 @@ class Orchestrator:
         except ModelError as error:
             ledger.settle(key, error.usage)
             raise fail(
-                f"The research plan could not be drafted: {error.reason}", error.usage
+                f"The research plan could not be drafted: {error.reason}",
+                error.usage,
+                _outage(error),
             ) from None
         ledger.settle(key, result.usage)
         plan = _with_requested_sections(
@@ -729,6 +739,7 @@ class Orchestrator:
             run.state = run.state.model_copy(
                 update={
                     "stop_reason": None,
+                    "stop_limit": None,
                     "zero_gain_streak": 0,
                     "duplicate_proposal_streak": 0,
                     "systemic_failure_streak": 0,
@@ -745,20 +756,31 @@ class Orchestrator:
             self._checkpoint(run)
             self._cancel(run_id, _S.RESEARCHING)
         elif halt.kind == "fail":
-            run.state = run.state.model_copy(update={"stop_reason": halt.reason})
+            run.state = run.state.model_copy(update={"stop_reason": halt.stop, "stop_limit": None})
             self._checkpoint(run)
-            self._fail(run_id, _S.RESEARCHING, halt.reason)
+            self._fail(run_id, _S.RESEARCHING, halt.reason, stop=halt.stop)
         else:
-            message = _stop_message(halt.stop)
+            stop = self._explained_stop(run, halt.stop)
+            message = _stop_message(stop)
             for step in self._store.list_steps(run_id):
                 if step.kind in ("search", "read") and step.status in ("pending", "running"):
                     self._skip(run, step, f"Research stopped first. {message}")
-            run.state = run.state.model_copy(update={"stop_reason": halt.stop})
+            run.state = run.state.model_copy(update={"stop_reason": stop, "stop_limit": halt.limit})
             self._checkpoint(run)
             if self._transition(run_id, _S.RESEARCHING, _S.SYNTHESIZING, message):
                 self._phase(
                     run_id, "synthesizing", _S.SYNTHESIZING, f"{message} Writing the report."
                 )
+
+    def _explained_stop(self, run: _Run, stop: str | None) -> str | None:
+        """The stop reason a person can act on. Research that ran dry without a single
+        readable source did not run out of things to learn: nothing could be read at all."""
+        if stop is None or _as_stop(stop) not in NOTHING_NEW_STOPS:
+            return stop
+        readable = any(
+            s.status in ("fetched", "duplicate") for s in self._store.list_sources(run.id)
+        )
+        return stop if readable else StopReason.NO_READABLE_SOURCES.value
 
     def _research_loop(self, run: _Run) -> _Halt:
         while True:
@@ -793,11 +815,11 @@ class Orchestrator:
         else:
             stop = _stop_reason(run)
             if stop is not None:
-                return _Halt("stop", stop=stop.value)
+                return self._stop_halt(run, stop)
             try:
                 self._reserve_logical(run, iteration_key, Usage(iterations=1))
             except BudgetRefused as refusal:
-                return _Halt("stop", stop=_budget_stop(refusal).value)
+                return _budget_halt(refusal)
             outcome = self._decide_iteration(run, number)
             if isinstance(outcome, _Halt):
                 run.ledger.release(iteration_key)
@@ -811,6 +833,28 @@ class Orchestrator:
         if finishing:
             return _Halt("stop", stop=StopReason.FINISH_GATE_PASSED.value)
         return None
+
+    def _stop_halt(self, run: _Run, stop: StopReason) -> _Halt:
+        """Leave the loop for ``stop``: a budget stop names the limit that ran out, and
+        failing providers fail the run (a retry continues once they answer again) instead
+        of writing a partial report that more budget could not improve."""
+        if stop is StopReason.PROVIDER_FAILURES:
+            return _Halt("fail", reason=self._provider_failure_reason(run), stop=stop.value)
+        limit = run.ledger.research_blocked() if stop in BUDGET_STOPS else None
+        return _Halt("stop", stop=stop.value, limit=limit)
+
+    def _provider_failure_reason(self, run: _Run) -> str:
+        """The outage sentence, with what the last failed search or read said."""
+        last = next(
+            (
+                step.error
+                for step in reversed(self._store.list_steps(run.id))
+                if step.kind in ("search", "read") and step.status == "failed" and step.error
+            ),
+            "",
+        )
+        reason = STOP_MESSAGES[StopReason.PROVIDER_FAILURES]
+        return f"{reason} The last failure: {last}" if last else reason
 
     # -- deciding --------------------------------------------------------------------------
 
@@ -827,11 +871,6 @@ class Orchestrator:
         decision = self._decide(run, brief)
         if isinstance(decision, _Halt):
             return decision
-        if decision is None:
-            run.state = run.state.model_copy(
-                update={"invalid_decisions": run.state.invalid_decisions + 1}
-            )
-            return _Halt("stop", stop=INVALID_DECISIONS_STOP)
         verdicts = validate_actions(
             decision,
             run_id=run.id,
@@ -906,29 +945,69 @@ class Orchestrator:
         self._checkpoint(run)
         return gate_passed, new_steps
 
-    def _decide(self, run: _Run, brief: ResearchBrief) -> "list[Action] | _Halt | None":
-        """Call the decision model, once more if it fails. ``None`` means it answered with
-        invalid decisions twice; a halt means the budget or the endpoint gave out."""
+    def _decide(self, run: _Run, brief: ResearchBrief) -> "list[Action] | _Halt":
+        """Call the decision model, once more if it fails. A halt means the budget gave out,
+        the endpoint is down (the run fails; a retry continues) or the model answered with
+        unusable decisions twice (research stops). A decision that failed is recorded as a
+        failed decide step with the reason, so the timeline shows it."""
         last_error: ModelError | None = None
+        spent = Usage()
         for _ in range(2):
             key = f"decide:{brief.iteration}#{uuid.uuid4().hex[:12]}"
             try:
                 run.ledger.reserve(key, self._allowance(brief.model_dump_json(), "decide"))
             except BudgetRefused as refusal:
-                return _Halt("stop", stop=_budget_stop(refusal).value)
+                return _budget_halt(refusal)
             try:
                 result = self._model.decide(brief)
             except ModelError as error:
                 run.ledger.settle(key, error.usage)
+                spent = spent + error.usage
                 last_error = error
                 continue
             run.ledger.settle(key, result.usage)
             return list(result.value.actions)
         assert last_error is not None
         if last_error.retryable:
-            return _Halt("fail", reason=f"The decision model failed: {last_error.reason}")
+            reason = f"The decision model failed: {last_error.reason}"
+            self._record_failed_decision(run, brief.iteration, reason, spent)
+            return _Halt("fail", reason=reason, stop=StopReason.PROVIDER_FAILURES.value)
+        reason = (
+            "The decision model twice returned decisions that could not be used: "
+            f"{last_error.reason}"
+        )
         logger.info("Run %s: invalid decisions twice: %s", run.id, last_error.reason)
-        return None
+        self._record_failed_decision(run, brief.iteration, reason, spent)
+        run.state = run.state.model_copy(
+            update={"invalid_decisions": run.state.invalid_decisions + 1}
+        )
+        return _Halt("stop", stop=StopReason.INVALID_DECISIONS.value)
+
+    def _record_failed_decision(self, run: _Run, number: int, reason: str, usage: Usage) -> None:
+        """A failed decide step for iteration ``number``. It has a key of its own, so the
+        decision a retry makes for the same iteration is stored afresh."""
+        failed = sum(
+            1
+            for step in self._store.list_steps(run.id)
+            if step.dedupe_key.startswith(f"decide:{number}:failed:")
+        )
+        step = self._store.begin_step(
+            run.id,
+            kind="decide",
+            dedupe_key=f"decide:{number}:failed:{failed + 1}",
+            payload={"failed": True},
+            iteration=number,
+        )
+        step = self._store.start_step(step.id)
+        self._step_started(run.id, step.id, "decide", "Choosing what to search and read next")
+        self._store.finish_step(
+            step.id,
+            status="failed",
+            summary="No usable decision",
+            usage=usage,
+            error=display_text(reason, 1000),
+        )
+        self._step_finished(run.id, step.id, "decide", "failed", display_text(reason, 200))
 
     def _reserve_action(self, run: _Run, verdict: ActionVerdict, view: _View) -> dict[str, Any]:
         """Reserve budget for an accepted action and return the payload its step keeps."""
@@ -1769,7 +1848,7 @@ class Orchestrator:
         )
         if step.status == "succeeded":
             # The report was saved before an interruption; only the transition is missing.
-            self._finish_run(run_id, terminal, run.state.stop_reason)
+            self._finish_run(run_id, terminal, run.state.stop_reason, run.state.stop_limit)
             return
         step = self._store.start_step(step.id)
         self._count_retry(run.ledger, step)
@@ -1793,7 +1872,7 @@ class Orchestrator:
                 run_id, step.id, "synthesize", "failed", "Writing the report failed"
             )
             self._checkpoint(run)
-            self._fail(run_id, _S.SYNTHESIZING, reason)
+            self._fail(run_id, _S.SYNTHESIZING, reason, stop=_outage(error))
             return
 
         def repair(draft: Report, problems: Sequence[CitationProblem]) -> Report:
@@ -1823,7 +1902,7 @@ class Orchestrator:
         )
         self._step_finished(run_id, step.id, "synthesize", "succeeded", summary)
         self._checkpoint(run)
-        self._finish_run(run_id, terminal, run.state.stop_reason)
+        self._finish_run(run_id, terminal, run.state.stop_reason, run.state.stop_limit)
 
     def _write_report(
         self,
@@ -1953,14 +2032,26 @@ class Orchestrator:
             lines.append(f"Research stopped because: {_stop_message(run.state.stop_reason)}")
         return lines
 
-    def _finish_run(self, run_id: str, terminal: RunStatus, stop_reason: str | None) -> None:
+    def _finish_run(
+        self, run_id: str, terminal: RunStatus, stop_reason: str | None, stop_limit: str | None
+    ) -> None:
         if terminal == _S.COMPLETED:
             reason = "The report is ready."
+        elif stop_reason:
+            reason = "A partial report was written: " + _stop_message(stop_reason)
         else:
-            reason = "A partial report was written: " + _stop_message(
-                stop_reason or StopReason.BUDGET_EXHAUSTED.value
+            reason = (
+                "A partial report was written: research stopped before every planned "
+                "question was covered."
             )
-        if not self._transition(run_id, _S.SYNTHESIZING, terminal, reason):
+        if not self._transition(
+            run_id,
+            _S.SYNTHESIZING,
+            terminal,
+            reason,
+            stop_reason=stop_reason,
+            stop_limit=stop_limit,
+        ):
             return
         self._emit(
             ReportReady(
@@ -2136,12 +2227,32 @@ class Orchestrator:
         if self._transition(run_id, status, _S.CANCELLED, "Cancelled at the user's request."):
             self._phase(run_id, "cancelled", _S.CANCELLED, "Cancelled")
 
-    def _fail(self, run_id: str, status: RunStatus, reason: str) -> None:
-        if self._transition(run_id, status, _S.FAILED, display_text(reason, 1000)):
+    def _fail(
+        self, run_id: str, status: RunStatus, reason: str, *, stop: str | None = None
+    ) -> None:
+        if self._transition(
+            run_id, status, _S.FAILED, display_text(reason, 1000), stop_reason=stop
+        ):
             self._phase(run_id, "failed", _S.FAILED, reason)
 
-    def _transition(self, run_id: str, expected: RunStatus, to: RunStatus, reason: str) -> bool:
-        return self._store.transition(run_id, expected=expected, to=to, reason=reason)
+    def _transition(
+        self,
+        run_id: str,
+        expected: RunStatus,
+        to: RunStatus,
+        reason: str,
+        *,
+        stop_reason: str | None = None,
+        stop_limit: str | None = None,
+    ) -> bool:
+        return self._store.transition(
+            run_id,
+            expected=expected,
+            to=to,
+            reason=reason,
+            stop_reason=stop_reason or "",
+            stop_limit=stop_limit or "",
+        )
 
     def _emit_counts(self, run: _Run, view: _View | None = None) -> None:
         view = view or self._view(run)
@@ -2272,19 +2383,29 @@ def _stop_reason(run: _Run) -> StopReason | None:
     return stop
 
 
-def _budget_stop(refusal: BudgetRefused) -> StopReason:
+def _budget_halt(refusal: BudgetRefused) -> _Halt:
+    """A budget stop from a refused reservation, naming the counter that ran out."""
     if refusal.counter == "elapsed_seconds":
-        return StopReason.TIME_EXHAUSTED
-    return StopReason.BUDGET_EXHAUSTED
+        return _Halt("stop", stop=StopReason.TIME_EXHAUSTED.value, limit=refusal.counter)
+    return _Halt("stop", stop=StopReason.BUDGET_EXHAUSTED.value, limit=refusal.counter)
+
+
+def _outage(error: ModelError) -> str | None:
+    """A model call that failed on a retryable error (endpoint down, rate limited, timed
+    out) is a provider outage: the stop reason of the failure it causes."""
+    return StopReason.PROVIDER_FAILURES.value if error.retryable else None
+
+
+def _as_stop(stop: str | None) -> StopReason | None:
+    try:
+        return StopReason(stop) if stop else None
+    except ValueError:
+        return None
 
 
 def _stop_message(stop: str | None) -> str:
-    if stop == INVALID_DECISIONS_STOP:
-        return "The decision model twice returned decisions that could not be used."
-    try:
-        return STOP_MESSAGES[StopReason(stop)]
-    except ValueError:
-        return "Research stopped."
+    known = _as_stop(stop)
+    return STOP_MESSAGES[known] if known is not None else "Research stopped."
 
 
 def _describe(action: Action) -> str:

@@ -219,6 +219,8 @@ class Store(Protocol):
         to: RunStatus,
         plan_version: int | None = None,
         reason: str = "",
+        stop_reason: str = "",
+        stop_limit: str = "",
     ) -> bool:
         """Move the run from ``expected`` to ``to`` if it is still there (and still at
         ``plan_version`` when given). Returns ``False`` when someone else moved it first.
@@ -226,7 +228,10 @@ class Store(Protocol):
         Moving to ``paused`` records ``expected`` as the resume phase and clears the pause
         request (it has been honoured); moving to ``failed`` records ``expected`` as the
         phase a retry restarts. ``reason`` is a sentence for people: why the run failed,
-        stopped or was cancelled."""
+        stopped or was cancelled. ``stop_reason`` (a ``StopReason`` value) and
+        ``stop_limit`` (the budget counter that ran out) say the same as data; they are
+        kept for a run that ends (completed, budget_exhausted, failed) and cleared when it
+        moves on."""
         ...
 
     def controls(self, run_id: str) -> RunControls:

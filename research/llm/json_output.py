@@ -65,8 +65,10 @@ def extract_json_text(text: str) -> str:
         if isinstance(value, dict):
             return candidate[start:end]
     if first_error is not None:
+        # Some decoder messages already end in "at" ("Unterminated string starting at").
+        where = "" if first_error.msg.endswith(" at") else " at"
         raise InvalidOutput(
-            f"The answer is not valid JSON: {first_error.msg} at line {first_error.lineno} "
+            f"The answer is not valid JSON: {first_error.msg}{where} line {first_error.lineno} "
             f"column {first_error.colno}."
         )
     raise InvalidOutput("The answer contained no JSON object.")

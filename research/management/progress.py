@@ -90,7 +90,7 @@ class ProgressDisplay:
             self._line(describe_step(step))
         if run.status != self._status:
             self._status = run.status
-            self._line(f"status    {run.get_status_display().lower()}")
+            self._line(f"status    {run.outcome.label.lower()}")
         if self.tty:
             self._draw_bar(run)
 
@@ -116,7 +116,7 @@ class ProgressDisplay:
         evidence = ResearchEvidence.objects.filter(run_id=self.run_id, out_of_scope=False).count()
         text = (
             f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done:4.0%} "
-            f"{run.get_status_display().lower()} · {usage.get('searches', 0)} searches · "
+            f"{run.outcome.label.lower()} · {usage.get('searches', 0)} searches · "
             f"{usage.get('fetched_sources', 0)} sources read · {evidence} excerpts"
         )
         width = shutil.get_terminal_size((100, 20)).columns - 1

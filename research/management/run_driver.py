@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from django.db import connection, transaction
 
+from research.crashes import record_crash
 from research.engine.orchestrator import Orchestrator
 from research.engine.ports import LeaseLost
 from research.engine.states import RunStatus
@@ -118,6 +119,11 @@ class RunDriver:
                     logger.info("Another worker took over run %s: %s", self.run_id, exc)
                     self.followed_another_worker.set()
                     reached = self.status()
+                except Exception as exc:
+                    # Counted like a worker's crash, so the run shows it and a worker that
+                    # picks the run up later fails it after too many in a row.
+                    record_crash(self.run_id, self.owner, exc)
+                    raise
                 finally:
                     release_lease(self.run_id, self.owner)
                 if reached == last and reached in ACTIVE_STATUSES:

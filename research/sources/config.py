@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import ssl
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from research.engine.urls import UnsupportedURLError, normalize_url
 from research.sources.addresses import normalize_host, parse_allowed_host
 
 KNOWN_PROVIDERS: tuple[str, ...] = (
@@ -25,6 +25,10 @@ KNOWN_PROVIDERS: tuple[str, ...] = (
     "tavily",
     "wikipedia",
     "arxiv",
+    "openalex",
+    "crossref",
+    "pubmed",
+    "semantic_scholar",
 )
 
 SearchMode = Literal["ensemble", "fallback"]
@@ -70,10 +74,17 @@ class SourcesConfig:
     wikipedia_api_url: str = "https://en.wikipedia.org/w/api.php"
     arxiv_api_url: str = "https://export.arxiv.org/api/query"
     ddgs_backend: str = "duckduckgo"
+    scholarly_mailto: str = ""
+    openalex_api_url: str = "https://api.openalex.org"
+    openalex_api_key: str = ""
+    crossref_api_url: str = "https://api.crossref.org"
+    pubmed_api_url: str = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils"
+    ncbi_api_key: str = ""
+    ncbi_tool: str = "deep-research"
+    semantic_scholar_api_url: str = "https://api.semanticscholar.org/graph/v1"
+    semantic_scholar_api_key: str = ""
 
     def __post_init__(self) -> None:
-        for name in ENDPOINT_FIELDS:
-            check_endpoint(getattr(self, name))
         if self.ca_bundle:
             check_ca_bundle(self.ca_bundle)
         for entry in self.allowed_hosts:
@@ -108,29 +119,58 @@ class SourcesConfig:
             raise ValueError("max_redirects must be between 0 and 20.")
         if not 1 <= self.max_attempts <= 10:
             raise ValueError("max_attempts must be between 1 and 10.")
+        for name in PROVIDER_URL_FIELDS:
+            value = getattr(self, name)
+            if value:
+                check_provider_url(value, base=name in _BASE_URL_FIELDS)
+        if self.scholarly_mailto and not _EMAIL.match(self.scholarly_mailto):
+            raise ValueError(
+                f"{self.scholarly_mailto!r} is not an e-mail address (write it like "
+                "research@example.org)."
+            )
+        if not _NCBI_TOOL.match(self.ncbi_tool):
+            raise ValueError(
+                "The NCBI tool name must be letters, digits, dots, dashes or underscores "
+                "without spaces."
+            )
 
 
-# Provider endpoints an operator may point elsewhere (a SearXNG next to the app, a mirror).
-ENDPOINT_FIELDS = (
+# Provider endpoints the operator configures; each must be an absolute http(s) URL.
+PROVIDER_URL_FIELDS: tuple[str, ...] = (
     "searxng_url",
     "brave_api_url",
     "tavily_api_url",
     "wikipedia_api_url",
     "arxiv_api_url",
+    "openalex_api_url",
+    "crossref_api_url",
+    "pubmed_api_url",
+    "semantic_scholar_api_url",
 )
+# Base URLs the providers append their API paths to (/works, /esearch.fcgi, /paper/search),
+# so they cannot carry a query or a fragment.
+_BASE_URL_FIELDS = frozenset(
+    {"openalex_api_url", "crossref_api_url", "pubmed_api_url", "semantic_scholar_api_url"}
+)
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# NCBI asks for a tool name "with no internal spaces".
+_NCBI_TOOL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
-def check_endpoint(url: str) -> None:
-    """Raise ``ValueError`` unless ``url`` is empty or an http(s) URL with a host and no
-    credentials (the fetcher refuses credentials in URLs, so one would fail every call)."""
-    if not url:
-        return
-    if urlsplit(url).scheme.lower() not in ("http", "https"):
-        raise ValueError(f"it must start with http:// or https://, not {url!r}.")
+def check_provider_url(value: str, *, base: bool = False) -> None:
+    """Raise ``ValueError`` with a sentence unless ``value`` is an absolute http(s) URL with a
+    host and no credentials (and, for a ``base`` URL, no query or fragment)."""
     try:
-        normalize_url(url)
-    except UnsupportedURLError as exc:
-        raise ValueError(f"{url!r} is not a usable address: {exc}") from None
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - an invalid port raises here
+    except ValueError:
+        raise ValueError(f"{value!r} is not a valid URL.") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{value!r} must be an absolute http:// or https:// URL.")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"{value!r} must not contain a user name or password.")
+    if base and (parts.query or parts.fragment):
+        raise ValueError(f"{value!r} is a base URL; it cannot have a query or a fragment.")
 
 
 def check_ca_bundle(path: str) -> None:
@@ -172,6 +212,15 @@ _SETTINGS: dict[str, tuple[str, str]] = {
     "RESEARCH_WIKIPEDIA_API_URL": ("wikipedia_api_url", "str"),
     "RESEARCH_ARXIV_API_URL": ("arxiv_api_url", "str"),
     "RESEARCH_DDGS_BACKEND": ("ddgs_backend", "str"),
+    "RESEARCH_SCHOLARLY_MAILTO": ("scholarly_mailto", "str"),
+    "RESEARCH_OPENALEX_API_URL": ("openalex_api_url", "str"),
+    "OPENALEX_API_KEY": ("openalex_api_key", "str"),
+    "RESEARCH_CROSSREF_API_URL": ("crossref_api_url", "str"),
+    "RESEARCH_PUBMED_API_URL": ("pubmed_api_url", "str"),
+    "NCBI_API_KEY": ("ncbi_api_key", "str"),
+    "RESEARCH_NCBI_TOOL": ("ncbi_tool", "str"),
+    "RESEARCH_SEMANTIC_SCHOLAR_API_URL": ("semantic_scholar_api_url", "str"),
+    "SEMANTIC_SCHOLAR_API_KEY": ("semantic_scholar_api_key", "str"),
 }
 
 

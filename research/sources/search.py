@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from research.engine.contracts import SearchCandidate, SourcePolicy
+from research.engine.contracts import ScholarlyMetadata, SearchCandidate, SourcePolicy
 from research.engine.urls import UnsupportedURLError, evaluate_domain_policy, normalize_url
 from research.sources.config import KNOWN_PROVIDERS, SearchMode
 from research.sources.errors import SourceError, failed
@@ -47,6 +47,7 @@ class _Merged:
     preferred: bool
     first_seen: int
     provider_ranks: dict[str, int] = field(default_factory=dict)
+    scholarly: ScholarlyMetadata | None = None
 
     @property
     def score(self) -> float:
@@ -236,12 +237,14 @@ def _merge(
                     published_at=hit.published_at,
                     preferred=evaluate_domain_policy(key, policy).preferred,
                     first_seen=seen,
+                    scholarly=hit.scholarly,
                 )
                 seen += 1
             else:
                 entry.title = entry.title or hit.title
                 entry.snippet = entry.snippet or hit.snippet
                 entry.published_at = entry.published_at or hit.published_at
+                entry.scholarly = entry.scholarly or hit.scholarly
             entry.provider_ranks.setdefault(name, rank)
     return _ranked(list(merged.values()), order, limit)
 
@@ -262,6 +265,7 @@ def _ranked(entries: list[_Merged], order: list[str], limit: int) -> list[Search
                 rank=position,
                 published_at=entry.published_at,
                 provider_ranks=dict(entry.provider_ranks),
+                scholarly=entry.scholarly,
             )
         )
     return candidates

@@ -98,6 +98,8 @@ class MemoryStore:
         self.reports_saved = 0
         self.plans: list[ResearchPlan] = [plan] if plan else []
         self.transitions: list[tuple[str, str, str]] = []
+        # (stop reason, stop limit) as the last transition left them
+        self.stop: tuple[str, str] = ("", "")
         self.heartbeats = 0
         self.writes: list[str] = []
         self.threads: set[int] = set()
@@ -174,6 +176,8 @@ class MemoryStore:
         to: RunStatus,
         plan_version: int | None = None,
         reason: str = "",
+        stop_reason: str = "",
+        stop_limit: str = "",
     ) -> bool:
         self._call("transition", write=True)
         if self.run.status != expected or (
@@ -189,6 +193,8 @@ class MemoryStore:
             update["resume_phase"] = expected
         self.run = self.run.model_copy(update=update)
         self.transitions.append((str(expected), str(to), reason))
+        ends = to in (RunStatus.COMPLETED, RunStatus.BUDGET_EXHAUSTED, RunStatus.FAILED)
+        self.stop = (stop_reason, stop_limit) if ends else ("", "")
         return True
 
     def controls(self, run_id: str) -> RunControls:

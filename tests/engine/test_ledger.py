@@ -351,6 +351,45 @@ def test_clusters_are_transitive_and_order_independent() -> None:
     assert len(set(forward.values())) == 1
 
 
+def test_two_copies_of_a_paper_are_one_cluster() -> None:
+    # The publisher's page and the arXiv preprint: other sites, other bytes, one work.
+    clusters = assign_independence_clusters(
+        [
+            make_source(
+                "s1",
+                "https://nordic-heat-journal.example/articles/defrost",
+                work_ids=["doi:10.5555/nhj.2024.0107", "arxiv:2403.01234"],
+            ),
+            make_source("s2", "https://arxiv.org/pdf/2403.01234v2"),
+            make_source("s3", "https://doi.org/10.5555/NHJ.2024.0107"),
+            make_source(
+                "s4", "https://other-journal.example/articles/x", work_ids=["doi:10.5555/x"]
+            ),
+        ]
+    )
+    assert clusters["s1"] == clusters["s2"] == clusters["s3"]
+    assert count_independent(["s1", "s2", "s3", "s4"], clusters) == 2
+
+
+def test_different_papers_on_one_repository_or_in_one_journal_stay_independent() -> None:
+    clusters = assign_independence_clusters(
+        [
+            make_source("s1", "https://arxiv.org/abs/2403.01234"),
+            make_source("s2", "https://arxiv.org/abs/2311.04567"),
+            make_source("s3", "https://doi.org/10.5555/jgbs.2021.033"),
+            make_source("s4", "https://doi.org/10.5555/bsr.2021.118"),
+            make_source(
+                "s5", "https://journal.example/a", publisher="Journal", work_ids=["doi:10.5555/a"]
+            ),
+            make_source(
+                "s6", "https://journal.example/b", publisher="Journal", work_ids=["doi:10.5555/b"]
+            ),
+        ]
+    )
+    assert count_independent(["s1", "s2", "s3", "s4", "s5", "s6"], clusters) == 6
+
+
+# Contradictions -----------------------------------------------------------------------------------
 # Contradictions -----------------------------------------------------------------------------------
 
 

@@ -24,9 +24,8 @@ from research.engine.contracts import (
     Statement,
     SynthesisRequest,
 )
-from research.engine.guards import budget_for
+from research.engine.guards import StopReason, budget_for
 from research.engine.orchestrator import (
-    INVALID_DECISIONS_STOP,
     Orchestrator,
     display_text,
     follow_up_query,
@@ -455,7 +454,7 @@ def test_a_blocked_page_is_recorded_and_another_candidate_is_read() -> None:
     assert [(f.source_id, f.status) for f in later.failed_sources] == [(blocked.id, "blocked")]
 
 
-def test_a_failing_search_provider_stops_research_after_three_rounds() -> None:
+def test_a_failing_search_provider_fails_the_run_after_three_rounds() -> None:
     down = AcquisitionError("failed", "No search provider answered.", retryable=True)
 
     def always_search(brief: ResearchBrief) -> ResearchDecision:
@@ -466,11 +465,26 @@ def test_a_failing_search_provider_stops_research_after_three_rounds() -> None:
 
     world = build(decide=always_search, results={})
     world.web.search_errors = _AlwaysFailing(down)
-    assert world.advance() == RunStatus.BUDGET_EXHAUSTED
+    # An outage is a failure to retry, not a partial report that more budget could improve.
+    assert world.advance() == RunStatus.FAILED
     assert world.store.run.state.stop_reason == "provider_failures"
+    assert world.store.stop == ("provider_failures", "")
+    assert world.store.run.resume_phase == RunStatus.RESEARCHING
+    assert world.store.transitions[-1] == (
+        "researching",
+        "failed",
+        "Search or fetch providers kept failing. The last failure: No search provider answered.",
+    )
     assert len(world.step_log("search")) == 3
     assert all(step.status == "failed" for step in world.step_log("search"))
-    assert world.store.report is not None and world.store.report.partial
+    assert world.store.report is None
+
+    # The retry researches again with fresh streaks once the provider answers.
+    world.web.search_errors = {}
+    world.web.results = dict(RESULTS)
+    assert world.store.transition(RUN, expected=RunStatus.FAILED, to=RunStatus.QUEUED)
+    assert world.advance() in (RunStatus.COMPLETED, RunStatus.BUDGET_EXHAUSTED)
+    assert world.store.stop[0] != "provider_failures"
 
 
 def test_an_outage_is_the_stop_reason_even_when_the_decider_stops_proposing() -> None:
@@ -486,9 +500,10 @@ def test_an_outage_is_the_stop_reason_even_when_the_decider_stops_proposing() ->
 
     world = build(decide=search_then_nonsense, results={})
     world.web.search_errors = _AlwaysFailing(down)
-    assert world.advance() == RunStatus.BUDGET_EXHAUSTED
+    assert world.advance() == RunStatus.FAILED
     assert len(world.step_log("search")) == 1
     assert world.store.run.state.stop_reason == "provider_failures"
+    assert world.store.stop == ("provider_failures", "")
 
 
 class _AlwaysFailing(dict[str, AcquisitionError]):
@@ -543,7 +558,7 @@ def test_a_model_that_keeps_answering_nonsense_ends_research_with_a_partial_repo
     )
     assert world.advance() == RunStatus.BUDGET_EXHAUSTED
     assert len(world.model.requests["decide"]) == 2  # the call and exactly one retry
-    assert world.store.run.state.stop_reason == INVALID_DECISIONS_STOP
+    assert world.store.run.state.stop_reason == StopReason.INVALID_DECISIONS
     assert world.store.run.state.invalid_decisions == 1
     report = world.store.report
     assert report is not None and report.partial

@@ -7,12 +7,14 @@ sources, evidence, report — and on what the web servers saw.
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from collections.abc import Callable
 
 import pytest
 from django.test import override_settings
+from django.urls import reverse
 
 from research import services
 from research.engine.citations import render_html, render_markdown
@@ -301,23 +303,21 @@ def test_missing_search_provider_stops_research_with_a_readable_reason(
         with override_settings(**overrides):
             run = advance(run)
 
-    # Three rounds of failed searches stop research; the run ends with a partial report
-    # that says why, instead of crashing or researching on.
-    assert run.status == "budget_exhausted", (run.status, run.last_error)
-    assert run.working_state["stop_reason"] == "provider_failures"
-    assert run.terminal_reason == (
-        "A partial report was written: Search or fetch providers kept failing."
-    )
+    # Three rounds of failed searches stop research; the run fails with the reason and a
+    # retry, instead of crashing, researching on or offering more budget for an outage.
+    assert run.status == "failed", (run.status, run.last_error)
+    assert run.stop_reason == run.working_state["stop_reason"] == "provider_failures"
+    assert run.resume_phase == "researching"
+    assert run.last_error.startswith("Search or fetch providers kept failing. The last failure:")
+    assert reason in run.last_error
+    assert run.outcome.label == "Failed: provider outage"
     failed = steps(run, "search")
     assert [s.status for s in failed] == ["failed"] * 3
     for step in failed:
         assert reason in step.error
         assert "SearXNG: SearXNG: " not in step.error  # the provider is named once
     assert not steps(run, "read") and not ResearchSource.objects.filter(run=run).exists()
-    report = report_of(run)
-    assert report.partial
-    assert {gap.question_id for gap in report.gaps if gap.question_id} == {"q1", "q2"}
-    assert any("providers kept failing" in line for line in report.methodology)
+    assert run.report is None
 
 
 def test_a_rate_limited_search_waits_for_retry_after_then_succeeds(owner, model, frozen):
@@ -546,6 +546,30 @@ def test_a_decider_answering_nonsense_twice_ends_research_with_a_partial_report(
     assert report.partial
     assert any("could not be used" in line for line in report.methodology)
     assert "twice returned decisions that could not be used" in run.terminal_reason
+
+
+def test_a_decision_that_failed_is_a_failed_step_in_the_timeline(owner, model, frozen, client):
+    script(model, researcher())
+    model.queue("decider", NOT_JSON, "[]")
+    run = approved_run(owner, model, PLAN)
+    run = advance(run)
+
+    (failed,) = [s for s in steps(run, "decide") if s.status == "failed"]
+    assert failed.iteration == 0
+    assert failed.error.startswith(
+        "The decision model twice returned decisions that could not be used: "
+        "The scripted decider answer is invalid:"
+    )
+    assert failed.usage["model_calls"] == 2
+    client.force_login(owner)
+    html = client.get(reverse("research:run_timeline", args=[run.pk]), HTTP_HX_REQUEST="true")
+    row = re.search(
+        rf'<li class="step step-failed" id="step-{failed.pk}">.*?</li>', html.text, re.S
+    )
+    assert row is not None
+    assert "Choosing what to search and read next" in row.group(0)
+    assert "twice returned decisions that could not be used" in row.group(0)
+    assert run.outcome.label == "Partial: unusable decisions"
 
 
 # --------------------------------------------------------------------------------------------

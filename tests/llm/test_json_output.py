@@ -64,6 +64,23 @@ def test_unusable_answers_say_why(answer, message):
         parse_output(answer, ResearchDecision)
 
 
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (
+            '{"actions": [{"type": "search", "query": "heat',
+            "The answer is not valid JSON: Unterminated string starting at line 1 column 42.",
+        ),
+        ('{"actions": ]', "The answer is not valid JSON: Expecting value at line 1 column 13."),
+    ],
+)
+def test_a_json_error_names_its_place_once(answer, message):
+    with pytest.raises(InvalidOutput) as caught:
+        parse_output(answer, ResearchDecision)
+    assert caught.value.detail == message
+    assert " at at " not in caught.value.detail
+
+
 def test_response_schema_is_in_the_subset_servers_accept():
     schema = response_json_schema(ResearchDecision)
     text = json.dumps(schema)

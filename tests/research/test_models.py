@@ -152,3 +152,24 @@ def test_source_classes_match_the_engine_contracts():
     from research.models import SourceClass
 
     assert set(SourceClass.values) == set(get_args(EngineSourceClass))
+
+
+def test_the_outcome_migration_copies_stop_reasons_runs_kept_in_their_working_state(owner):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("research.migrations.0002_run_outcome")
+    dry = make_run(
+        owner, status="budget_exhausted", working_state={"stop_reason": "diminishing_returns"}
+    )
+    # A failure used to keep its sentence there: that is not a stop reason.
+    failed = make_run(
+        owner, status="failed", working_state={"stop_reason": "The decision model failed: x."}
+    )
+    paused = make_run(owner, status="paused", working_state={"stop_reason": "budget_exhausted"})
+
+    migration.copy_stop_reasons(apps, None)
+
+    stored = dict(ResearchRun.objects.values_list("pk", "stop_reason"))
+    assert stored == {dry.pk: "diminishing_returns", failed.pk: "", paused.pk: ""}

@@ -3,8 +3,11 @@
 The command creates a run, prints the plan, waits for approval (or takes ``--auto-approve``),
 runs the research in this process under a lease, shows progress on standard error and writes
 the validated report (Markdown, or one JSON document) to standard output or ``--output``.
-Exit status: 0 completed, 3 partial report (budget exhausted), 1 failed or cancelled, 130
-interrupted — the run is paused (or still waits for approval) and ``--resume RUN_ID`` continues it.
+Exit status: 0 completed, 3 partial report (whatever stopped it: a budget limit, nothing new
+found, no readable source, unusable decisions), 1 failed (a provider outage, an internal error,
+a model failure) or cancelled, 130 interrupted — the run is paused (or still waits for approval)
+and ``--resume RUN_ID`` continues it. The last line on standard error says why the run ended;
+the JSON document carries the same as data (``outcome``).
 """
 
 from __future__ import annotations
@@ -56,8 +59,8 @@ def _domains(values: list[str] | None) -> list[str]:
 class Command(BaseCommand):
     help = (
         "Research a question: print the plan, wait for approval, run the research in this "
-        "process and write the cited report. Exit status 0 completed, 3 partial, 1 failed, "
-        "130 interrupted (resume with --resume RUN_ID)."
+        "process and write the cited report. Exit status 0 completed, 3 partial report, 1 failed "
+        "or cancelled, 130 interrupted (resume with --resume RUN_ID)."
     )
     # Accepted from call_command only: tests drive runs with a scripted model backend.
     stealth_options = ("orchestrator_factory",)
@@ -229,7 +232,7 @@ class Command(BaseCommand):
 
     def _reopen(self, run: ResearchRun) -> ResearchRun:
         self.driver.run_id = str(run.pk)
-        self._say(f"Resuming run {run.pk}, which is {run.get_status_display().lower()}.")
+        self._say(f"Resuming run {run.pk}, which is {run.outcome.label.lower()}.")
         try:
             if run.status == RunStatus.PAUSED:
                 run = self.driver.take(lambda: services.run_resume(run=run))
@@ -387,13 +390,26 @@ class Command(BaseCommand):
         self._say(f"Wrote {output}.")
 
     def _say_outcome(self, run: ResearchRun, code: int) -> None:
+        outcome = run.outcome
         if code == EXIT_COMPLETED:
             self._say(f"Completed run {run.pk}.")
         elif code == EXIT_PARTIAL:
-            self._say(f"Partial report: the run's budget ran out ({run.terminal_reason}).")
+            line = f"{outcome.label}. {outcome.sentence}"
+            if outcome.budget_stop:
+                line += (
+                    " (In the web app: Increase the budget; the command line cannot grow a "
+                    "run's budget.)"
+                )
+            self._say(line)
+        elif run.status == RunStatus.FAILED:
+            reason = outcome.detail or "no reason was recorded"
+            self._say(
+                f"{outcome.label}. {outcome.sentence} What happened: {reason} "
+                f"Retry with `manage.py research --resume {run.pk}`."
+            )
         elif code == EXIT_FAILED:
-            reason = run.last_error or run.terminal_reason or "no reason was recorded"
-            self._say(f"The run is {run.get_status_display().lower()}: {reason}")
+            reason = run.terminal_reason or "no reason was recorded"
+            self._say(f"The run is {outcome.label.lower()}: {reason}")
         elif run.status != RunStatus.AWAITING_APPROVAL:  # that case was explained already
             self._say(
                 f"The run is {run.get_status_display().lower()}; continue it with "

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from research.sources.config import SourcesConfig
+from research.sources.config import PROVIDER_URL_FIELDS, SourcesConfig
 from research.sources.providers.arxiv import ArxivProvider
 from research.sources.providers.base import ProviderClient, SearchHit, SearchProvider, SearchRequest
 from research.sources.providers.brave import BraveProvider
+from research.sources.providers.crossref import CrossrefProvider
 from research.sources.providers.duckduckgo import (
     DdgsFactory,
     DuckDuckGoProvider,
     default_ddgs_factory,
 )
+from research.sources.providers.openalex import OpenAlexProvider
+from research.sources.providers.pubmed import PubMedProvider
 from research.sources.providers.searxng import SearxngProvider
+from research.sources.providers.semantic_scholar import SemanticScholarProvider
 from research.sources.providers.tavily import TavilyProvider
 from research.sources.providers.wikipedia import WikipediaProvider
 from research.sources.safe_fetch import SafeFetcher
@@ -25,11 +29,15 @@ from research.sources.safe_fetch import SafeFetcher
 __all__ = [
     "ArxivProvider",
     "BraveProvider",
+    "CrossrefProvider",
     "DuckDuckGoProvider",
+    "OpenAlexProvider",
+    "PubMedProvider",
     "SearchHit",
     "SearchProvider",
     "SearchRequest",
     "SearxngProvider",
+    "SemanticScholarProvider",
     "TavilyProvider",
     "WikipediaProvider",
     "build_providers",
@@ -45,13 +53,7 @@ def provider_endpoints(config: SourcesConfig) -> list[str]:
     Page fetches never get this exception.
     """
     entries = []
-    for url in (
-        config.searxng_url,
-        config.brave_api_url,
-        config.tavily_api_url,
-        config.wikipedia_api_url,
-        config.arxiv_api_url,
-    ):
+    for url in (getattr(config, name) for name in PROVIDER_URL_FIELDS):
         if not url:
             continue
         parts = urlsplit(url)
@@ -90,5 +92,26 @@ def build_providers(
         ),
         WikipediaProvider(client("Wikipedia"), api_url=config.wikipedia_api_url),
         ArxivProvider(client("arXiv"), api_url=config.arxiv_api_url),
+        OpenAlexProvider(
+            client("OpenAlex", "OPENALEX_API_KEY"),
+            api_url=config.openalex_api_url,
+            mailto=config.scholarly_mailto,
+            api_key=config.openalex_api_key,
+        ),
+        CrossrefProvider(
+            client("Crossref"), api_url=config.crossref_api_url, mailto=config.scholarly_mailto
+        ),
+        PubMedProvider(
+            client("PubMed", "NCBI_API_KEY"),
+            api_url=config.pubmed_api_url,
+            tool=config.ncbi_tool,
+            email=config.scholarly_mailto,
+            api_key=config.ncbi_api_key,
+        ),
+        SemanticScholarProvider(
+            client("Semantic Scholar", "SEMANTIC_SCHOLAR_API_KEY"),
+            api_url=config.semantic_scholar_api_url,
+            api_key=config.semantic_scholar_api_key,
+        ),
     ]
     return {provider.name: provider for provider in providers}

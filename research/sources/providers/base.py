@@ -10,6 +10,7 @@ from email.utils import parsedate_to_datetime
 from html import unescape
 from typing import Any, Protocol
 
+from research.engine.contracts import ScholarlyMetadata
 from research.engine.urls import is_http_url
 from research.sources.errors import SourceError, failed
 from research.sources.safe_fetch import JSON_MEDIA_TYPES, SafeFetcher
@@ -36,12 +37,13 @@ class SearchRequest:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """A cleaned result in the provider's own order."""
+    """A cleaned result in the provider's own order; scholarly indexes add ``scholarly``."""
 
     url: str
     title: str
     snippet: str
     published_at: str | None = None
+    scholarly: ScholarlyMetadata | None = None
 
 
 class SearchProvider(Protocol):
