@@ -32,6 +32,7 @@ from research.engine.contracts import (
 )
 from research.engine.guards import budget_for
 from research.engine.outcomes import OUTCOME_FILTERS, OutcomeFilter
+from research.engine.urls import InvalidPolicyEntry
 from research.models import ResearchRun
 from research.report_templates import REPORT_TEMPLATES
 from research.services import CLIENT_REQUEST_ID_MAX_CHARS, INSTRUCTION_MAX_CHARS, QUESTION_MAX_CHARS
@@ -85,23 +86,32 @@ def split_lines(text: str) -> list[str]:
 
 
 def parse_domains(text: str) -> list[str]:
-    """Domains separated by commas, spaces or lines, normalised; raises ValidationError."""
+    """Domains or addresses (``10.0.0.5``, ``[fd00::1]:8443``) separated by commas, spaces or
+    lines, normalised; raises ValidationError naming every entry that is wrong and why."""
     raw = [item for item in re.split(r"[\s,;]+", text or "") if item]
     if len(raw) > MAX_DOMAINS:
         raise forms.ValidationError(f"List at most {MAX_DOMAINS} domains.")
     domains: dict[str, None] = {}
-    problems = []
+    problems: list[str] = []
+    sentences: list[str] = []
     for item in raw:
         try:
             domains[normalize_domain(item)] = None
-        except ValueError:
-            problems.append(item)
+        except InvalidPolicyEntry as error:
+            if error.general:
+                problems.append(item)
+            else:
+                sentences.append(str(error))
     if problems:
         listed = ", ".join(f"“{item}”" for item in problems[:5])
-        raise forms.ValidationError(
+        sentences.insert(
+            0,
             f"{listed} {'is not a domain name' if len(problems) == 1 else 'are not domain names'}"
-            "; write bare names like example.org or data.example.org, without http:// or a path."
+            "; write bare names like example.org or data.example.org, without http:// or a path"
+            " (addresses are written like 10.0.0.5 or [fd00::1]:8443).",
         )
+    if sentences:
+        raise forms.ValidationError(" ".join(sentences[:5]))
     return list(domains)
 
 

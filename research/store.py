@@ -267,6 +267,7 @@ class DjangoStore:
         summary: str,
         usage: Usage | None,
         error: str = "",
+        output: dict[str, object] | None = None,
     ) -> None:
         fields: dict[str, Any] = {
             "status": status,
@@ -276,6 +277,8 @@ class DjangoStore:
         }
         if usage is not None:
             fields["usage"] = usage.model_dump(mode="json")
+        if output is not None:
+            fields["output"] = output
         ResearchStep.objects.filter(pk=step_id).update(**fields)
 
     def list_steps(self, run_id: str) -> list[StepRecord]:
@@ -298,6 +301,7 @@ class DjangoStore:
         candidates: Sequence[SearchCandidate],
         summary: str = "",
         usage: Usage | None = None,
+        output: dict[str, object] | None = None,
     ) -> list[SourceRecord]:
         recorded: list[ResearchSource] = []
         with self._write(run_id):
@@ -333,6 +337,7 @@ class DjangoStore:
                 status="succeeded",
                 summary=summary or f"{len(recorded)} results",
                 usage=usage,
+                output=output,
             )
         return [_source_record(source) for source in recorded]
 
@@ -494,6 +499,7 @@ def _step_record(step: ResearchStep) -> StepRecord:
         attempt=step.attempt,
         error=step.error,
         usage=Usage.model_validate(step.usage or {}),
+        output=step.output or {},
     )
 
 

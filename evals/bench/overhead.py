@@ -31,7 +31,7 @@ from evals.backends import DelayedModelClient
 from research.engine.contracts import SearchCandidate, SourceDocument, SourcePolicy
 from research.engine.guards import MAX_CONCURRENT_FETCHES, MAX_CONCURRENT_SEARCHES
 from research.engine.orchestrator import Orchestrator
-from research.engine.ports import ModelClient, SourceAdapter, SystemClock
+from research.engine.ports import CandidateDrop, ModelClient, SourceAdapter, SystemClock
 from research.engine.urls import hostname
 from research.llm.extractive import ExtractiveModelClient
 from research.llm.scripted import ScriptedModelClient
@@ -107,6 +107,10 @@ class SlowWeb:
             "search",
             lambda: self._slow(lambda: self.inner.discover(query, policy=policy, limit=limit)),
         )
+
+    def screen(self, url: str, *, policy: SourcePolicy) -> CandidateDrop | None:
+        """The inner adapter's verdict (no network, so no latency)."""
+        return self.inner.screen(url, policy=policy)
 
     def acquire(self, url: str, *, policy: SourcePolicy, max_bytes: int) -> SourceDocument:
         """Fetch, then wait out the latency."""

@@ -29,7 +29,10 @@ from research.engine.identifiers import (
     parse_arxiv_id,
 )
 from research.engine.states import RunStatus
-from research.engine.urls import UnsupportedURLError, is_http_url, normalize_host
+from research.engine.urls import (
+    is_http_url,
+    parse_policy_entry,
+)
 
 SCHEMA_VERSION = 1
 
@@ -84,21 +87,15 @@ Identifier = Annotated[str, Field(pattern=_ID_PATTERN)]
 
 
 def normalize_domain(value: str) -> str:
-    """Lower-case and validate a bare hostname such as ``example.org`` or ``sub.example.org``.
+    """Validate and normalise one domain-control entry of a source policy.
 
-    International names are converted to punycode. Raises ``ValueError`` with a readable
-    sentence when the value is not a bare hostname (a URL, a path or a port are all refused).
+    An entry is a domain name (``example.org``, which covers its subdomains; international
+    names become punycode) or an IP address (``10.0.0.5``, ``[fd00::1]``), either optionally
+    with a port (``[fd00::1]:8443``). Raises ``ValueError`` with a readable sentence for
+    anything else (a URL, a path, a malformed address or port): an
+    :class:`~research.engine.urls.InvalidPolicyEntry`.
     """
-    message = f"{value!r} is not a bare domain name; write it like example.org or sub.example.org"
-    if not value.strip() or any(char in value.strip() for char in "/:@?#[] \\"):
-        raise ValueError(message)
-    try:
-        host = normalize_host(value)
-    except UnsupportedURLError:
-        raise ValueError(message) from None
-    if "." not in host or host.rsplit(".", 1)[1].isdigit():
-        raise ValueError(message)
-    return host
+    return str(parse_policy_entry(value))
 
 
 # --------------------------------------------------------------------------------------------
@@ -107,7 +104,8 @@ def normalize_domain(value: str) -> str:
 
 
 class SourcePolicy(Contract):
-    """Which web domains a run may use. Excluded domains always win over listed ones."""
+    """Which web domains (or addresses, see :func:`normalize_domain`) a run may use.
+    Excluded domains always win over listed ones."""
 
     mode: Literal["full_web", "only_domains", "prefer_domains"] = "full_web"
     domains: list[str] = Field(default_factory=list)
@@ -828,7 +826,8 @@ class StepRecord(Contract):
 
     ``attempt`` counts how often the step was started (1 on its first run); ``usage`` is
     what its finished attempt consumed, so a resumed run can account for a step that
-    finished just before a crash.
+    finished just before a crash; ``output`` holds the figures of its outcome (a search's
+    result and drop counts).
     """
 
     id: NonEmptyStr
@@ -843,6 +842,7 @@ class StepRecord(Contract):
     summary: str = ""
     error: str = ""
     usage: Usage = Field(default_factory=Usage)
+    output: dict[str, Any] = Field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ connection per thread. The store may raise :class:`LeaseLost` from any write; it
 caught here, so a worker that lost its run stops writing at once.
 """
 
-import ipaddress
 import logging
 import unicodedata
 import uuid
@@ -96,6 +95,7 @@ from research.engine.ledger import (
 from research.engine.outcomes import BUDGET_STOPS, NOTHING_NEW_STOPS
 from research.engine.ports import (
     AcquisitionError,
+    CandidateDrop,
     Clock,
     EventSink,
     LeaseLost,
@@ -103,6 +103,7 @@ from research.engine.ports import (
     ModelError,
     SourceAdapter,
     Store,
+    fetch_counted,
 )
 from research.engine.states import IllegalTransition, RunStatus
 from research.engine.urls import (
@@ -1357,23 +1358,48 @@ class Orchestrator:
             self._step_finished(run.id, step.id, "search", "failed", f"The search failed: {reason}")
             self._mark_followed_up(run, follow_up)
             return
-        usable = [c for c in candidates if _usable_candidate(c.url, run.policy)]
+        usable, dropped = self._screen_candidates(run, candidates)
         run.ledger.settle(step.dedupe_key, usage)
+        summary = search_summary(len(candidates), dropped)
         records = self._store.record_candidates(
             run.id,
             step_id=step.id,
             candidates=usable,
-            summary=f"{len(usable)} results",
+            summary=summary,
             usage=usage,
+            output={"results": len(candidates), "kept": len(usable), "dropped": dict(dropped)},
         )
         batch.successes += 1
         for record in records:
             if record.status == "candidate":
                 self._source_updated(run.id, record, f"Found {record.domain}")
-        self._step_finished(run.id, step.id, "search", "succeeded", f"Found {len(usable)} results")
+        self._step_finished(run.id, step.id, "search", "succeeded", f"Found {summary}")
         self._mark_followed_up(run, follow_up)
         if follow_up and step.payload.get("program"):
             self._queue_follow_up_read(run, batch, step, records)
+
+    def _screen_candidates(
+        self, run: _Run, candidates: Sequence[SearchCandidate]
+    ) -> tuple[list[SearchCandidate], dict[CandidateDrop, int]]:
+        """Keep the results the source adapter would fetch; count the others by reason.
+
+        Whether a URL may be fetched is the adapter's decision (it knows the operator's
+        allow-list); the engine only insists on an address it can store."""
+        usable: list[SearchCandidate] = []
+        dropped: dict[CandidateDrop, int] = {}
+        for candidate in candidates:
+            reason: CandidateDrop | None
+            try:
+                canonical_url(candidate.url)
+            except UnsupportedURLError:
+                reason = "not a web address"
+            else:
+                reason = self._sources.screen(candidate.url, policy=run.policy)
+            if reason is None:
+                usable.append(candidate)
+            else:
+                dropped[reason] = dropped.get(reason, 0) + 1
+        return usable, dropped
 
     def _mark_followed_up(self, run: _Run, key: object) -> None:
         if isinstance(key, str) and key and key not in run.state.followed_up_contradictions:
@@ -1467,10 +1493,12 @@ class Orchestrator:
             )
             return job
         # The source was acquired (or refused) before an interruption: its outcome is stored,
-        # so it is counted once and never fetched again.
+        # so it is counted once and never fetched again (a refusal is not counted at all).
         document = self._store.load_snapshot(run.id, source.id)
+        counted = source.status in ("fetched", "duplicate") or fetch_counted(source.status)
         job.usage = Usage(
-            fetched_sources=1, bytes_fetched=document.content_bytes if document else 0
+            fetched_sources=1 if counted else 0,
+            bytes_fetched=document.content_bytes if document else 0,
         )
         run.ledger.settle(step.dedupe_key, job.usage)
         if source.status == "fetched" and document is not None:
@@ -1505,7 +1533,9 @@ class Orchestrator:
                     "unsupported", "The page is larger than the per-source size limit."
                 )
         except AcquisitionError as error:
-            job.usage = Usage(fetched_sources=1)
+            # A refusal (address, policy, access gate, unreadable type) fetched nothing and
+            # leaves the fetch budget alone; a failed read costs one fetch, retries included.
+            job.usage = Usage(fetched_sources=1 if error.counts_as_fetch else 0)
             run.ledger.settle(job.step.dedupe_key, job.usage)
             reason = display_text(error.reason, 300)
             record = self._store.record_failure(run.id, source.id, kind=error.kind, reason=reason)
@@ -2348,23 +2378,19 @@ def _with_requested_sections(plan: ResearchPlan, sections: Sequence[str]) -> Res
     return plan.model_copy(update={"deliverable": deliverable})
 
 
-def _usable_candidate(url: str, policy: SourcePolicy) -> bool:
-    """Whether a search result may become a candidate: an http(s) URL the policy allows and
-    not a literal private, loopback, link-local or reserved address. (Host names that
-    resolve to such addresses are refused by the SSRF-safe fetcher; a literal one is not
-    even shown to the decision model.)"""
-    try:
-        canonical_url(url)
-        host = hostname(url)
-    except UnsupportedURLError:
-        return False
-    try:
-        address = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        address = None
-    if address is not None and not address.is_global:
-        return False
-    return evaluate_domain_policy(url, policy).allowed
+def search_summary(results: int, dropped: Mapping[str, int]) -> str:
+    """The summary of a search step: how many results came back and, when some were not kept,
+    how many were dropped and why ("8 results; 3 dropped: private address not allowed")."""
+    noun = "result" if results == 1 else "results"
+    total = sum(dropped.values())
+    if not total:
+        return f"{results} {noun}"
+    if len(dropped) == 1:
+        reasons = next(iter(dropped))
+    else:
+        ranked = sorted(dropped.items(), key=lambda item: (-item[1], item[0]))
+        reasons = ", ".join(f"{count} {reason}" for reason, count in ranked)
+    return f"{results} {noun}; {total} dropped: {reasons}"
 
 
 def _stop_reason(run: _Run) -> StopReason | None:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Generic, Literal, Protocol, TypeVar, get_args, runtime_checkable
 
 from research.engine.contracts import (
     Evidence,
@@ -40,7 +40,27 @@ from research.engine.states import RunStatus
 
 AcquisitionErrorKind = Literal["blocked", "failed", "unsupported"]
 
+CandidateDrop = Literal[
+    "not a web address",
+    "private address not allowed",
+    "cloud metadata address",
+    "local host name not allowed",
+    "non-web port",
+    "excluded domain",
+    "outside the allowed domains",
+]
+"""Why a search result did not become a candidate: short fixed phrases, counted per reason in
+the search step's summary ("8 results; 3 dropped: private address not allowed")."""
+
+CANDIDATE_DROPS: tuple[CandidateDrop, ...] = get_args(CandidateDrop)
+
 T = TypeVar("T")
+
+
+def fetch_counted(kind: str) -> bool:
+    """Whether a source stored with status ``kind`` spent a fetch when nothing more is known:
+    a failed read did; a refusal (blocked, unsupported) did not."""
+    return kind == "failed"
 
 
 class AcquisitionError(Exception):
@@ -49,15 +69,28 @@ class AcquisitionError(Exception):
     ``blocked``: policy, robots, paywall or a refused address; ``failed``: network or server
     trouble (``retryable`` when trying again later may help); ``unsupported``: a content type
     or size the engine cannot use. ``reason`` is a sentence a user can read.
+
+    ``counts_as_fetch`` says whether the attempt spent a fetch of the run's budget: a refusal
+    (blocked, or unsupported before the body was downloaded) did not, a failed read did (once,
+    however often the adapter retried it). By default only ``failed`` counts; an adapter
+    passes ``counts_as_fetch=True`` for content it downloaded in full and then could not use.
     """
 
-    def __init__(self, kind: AcquisitionErrorKind, reason: str, *, retryable: bool = False) -> None:
+    def __init__(
+        self,
+        kind: AcquisitionErrorKind,
+        reason: str,
+        *,
+        retryable: bool = False,
+        counts_as_fetch: bool | None = None,
+    ) -> None:
         if kind not in ("blocked", "failed", "unsupported"):
             raise ValueError(f"{kind!r} is not an acquisition error kind.")
         super().__init__(reason)
         self.kind: AcquisitionErrorKind = kind
         self.reason = reason
         self.retryable = retryable
+        self.counts_as_fetch = fetch_counted(kind) if counts_as_fetch is None else counts_as_fetch
 
     def __str__(self) -> str:
         return self.reason
@@ -104,11 +137,23 @@ class SourceAdapter(Protocol):
     def discover(
         self, query: str, *, policy: SourcePolicy, limit: int = 10
     ) -> list[SearchCandidate]:
-        """Search for ``query`` and return ranked candidates the policy allows."""
+        """Search for ``query`` and return ranked results, those the policy allows first.
+
+        Results the policy refuses may follow them; the engine drops them through
+        :meth:`screen` and counts them, so a search never loses results silently."""
         ...
 
     def acquire(self, url: str, *, policy: SourcePolicy, max_bytes: int) -> SourceDocument:
         """Fetch and normalise ``url``; raises :class:`AcquisitionError`."""
+        ...
+
+    def screen(self, url: str, *, policy: SourcePolicy) -> CandidateDrop | None:
+        """Why the search result ``url`` may not become a candidate, or ``None`` when it may.
+
+        The adapter answers with the rules its fetcher applies before any DNS lookup (scheme,
+        literal addresses, host names, ports, the operator's allow-list) and the source
+        policy, so the engine never second-guesses what the fetcher would reach.
+        """
         ...
 
 
@@ -300,9 +345,11 @@ class Store(Protocol):
         candidates: Sequence[SearchCandidate],
         summary: str = "",
         usage: Usage | None = None,
+        output: dict[str, object] | None = None,
     ) -> list[SourceRecord]:
         """Store search results as candidate sources (deduplicated by canonical URL hash) and
-        finish the search step as succeeded in the same transaction. Returns one record per
+        finish the search step as succeeded in the same transaction, with ``output`` (what
+        the search returned and dropped) as the step's output. Returns one record per
         candidate, in candidate order (an already known URL returns its existing source)."""
         ...
 

@@ -14,7 +14,7 @@ import hashlib
 import ipaddress
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import quote, urljoin, urlsplit
 
 import idna
@@ -23,7 +23,10 @@ if TYPE_CHECKING:
     from research.engine.contracts import SourcePolicy
 
 __all__ = [
+    "InvalidPolicyEntry",
     "PolicyDecision",
+    "PolicyEntry",
+    "PolicyRefusal",
     "UnsupportedURLError",
     "canonical_url",
     "evaluate_domain_policy",
@@ -32,6 +35,7 @@ __all__ = [
     "is_http_url",
     "normalize_host",
     "normalize_url",
+    "parse_policy_entry",
     "registrable_domain",
     "url_hash",
 ]
@@ -119,13 +123,21 @@ _MULTI_LABEL_SUFFIXES = frozenset(
 # fmt: on
 
 
+PolicyRefusal = Literal["not a web address", "excluded domain", "outside the allowed domains"]
+"""Why the source policy refuses a URL, as the short fixed phrase a search step counts."""
+
+
 @dataclass(frozen=True)
 class PolicyDecision:
-    """Whether the source policy lets a run use a URL, and whether it should be preferred."""
+    """Whether the source policy lets a run use a URL, and whether it should be preferred.
+
+    ``reason`` is a sentence; ``refusal`` names a refusal with a fixed phrase (``None`` when
+    the URL is allowed)."""
 
     allowed: bool
     preferred: bool
     reason: str
+    refusal: PolicyRefusal | None = None
 
 
 def normalize_host(host: str) -> str:
@@ -347,37 +359,199 @@ def host_matches(host: str, domain: str) -> bool:
     return host_norm == domain_norm or host_norm.endswith("." + domain_norm)
 
 
+class InvalidPolicyEntry(ValueError):
+    """A domain-control entry that is neither a domain name nor an IP address (with an optional
+    port); the message is a sentence saying what is wrong and how to write it. ``general`` is
+    true when the entry is not even close to a host (a URL, a path, a bare word), false when
+    it is a malformed address or port the sentence explains."""
+
+    def __init__(self, message: str, *, general: bool = False) -> None:
+        super().__init__(message)
+        self.general = general
+
+
+@dataclass(frozen=True)
+class PolicyEntry:
+    """One entry of a source policy's domain lists.
+
+    ``host`` is a normalised domain name (which also covers its subdomains) or an IP address
+    (IPv6 in brackets, matched exactly); ``port``, when given, limits the entry to URLs on
+    that port. ``str()`` is the stored form: ``example.org``, ``10.0.0.5``, ``[fd00::1]:8443``.
+    """
+
+    host: str
+    port: int | None = None
+    is_address: bool = False
+
+    def __str__(self) -> str:
+        return self.host if self.port is None else f"{self.host}:{self.port}"
+
+    def matches(self, host: str, port: int) -> bool:
+        """Whether a URL on the normalised ``host`` and ``port`` falls under this entry."""
+        if self.port is not None and self.port != port:
+            return False
+        if self.is_address:
+            return host == self.host
+        return host_matches(host, self.host)
+
+
+_BARE_NAME_REFUSED = "/@?#\\ "
+_ADDRESS_EXAMPLES = "like 10.0.0.5, [fd00::1] or [fd00::1]:8443"
+_IPV6_EXAMPLES = "like [fd00::1] or [fd00::1]:8443"
+
+
+def parse_policy_entry(value: str) -> PolicyEntry:
+    """Parse a domain-control entry: ``example.org``, ``sub.example.org:8443``, an IPv4 address
+    (``10.0.0.5``, ``10.0.0.5:8080``) or an IPv6 address (``[fd00::1]``, ``[fd00::1]:8443``,
+    or ``fd00::1`` without a port).
+
+    Raises :class:`InvalidPolicyEntry` with a sentence; a value that is not even close to a
+    host gets the general sentence starting "… is not a bare domain name".
+    """
+    text = value.strip()
+    sentence = (
+        f"“{value}” is not a bare domain name; write it like example.org or sub.example.org, "
+        f"or an address {_ADDRESS_EXAMPLES}."
+    )
+    if not text or any(char in text for char in _BARE_NAME_REFUSED):
+        raise InvalidPolicyEntry(sentence, general=True)
+    if text.startswith("["):
+        closing = text.find("]")
+        if closing < 0:
+            raise InvalidPolicyEntry(
+                f"“{value}” has an opening bracket but no closing one; write an IPv6 address {_IPV6_EXAMPLES}."
+            )
+        return PolicyEntry(
+            host=_ipv6_entry_host(text[1:closing], value),
+            port=_entry_port(text[closing + 1 :], value),
+            is_address=True,
+        )
+    if "]" in text:
+        raise InvalidPolicyEntry(
+            f"“{value}” has a closing bracket but no opening one; write an IPv6 address {_IPV6_EXAMPLES}."
+        )
+    if text.count(":") > 1:
+        # Without brackets an IPv6 address cannot carry a port: "fd00::1:8443" is an address.
+        return PolicyEntry(host=_ipv6_entry_host(text, value), is_address=True)
+    name, colon, port_text = text.partition(":")
+    port = _entry_port(colon + port_text, value)
+    labels = name.rstrip(".").split(".")
+    if len(labels) > 1 and all(label.isdigit() for label in labels):
+        return PolicyEntry(
+            host=_ipv4_entry_host(name.rstrip("."), value), port=port, is_address=True
+        )
+    try:
+        host = normalize_host(name)
+    except UnsupportedURLError:
+        raise InvalidPolicyEntry(sentence, general=True) from None
+    if "." not in host or host.rsplit(".", 1)[1].isdigit():
+        raise InvalidPolicyEntry(sentence, general=True)
+    return PolicyEntry(host=host, port=port)
+
+
+def _entry_port(rest: str, value: str) -> int | None:
+    """The port after a host (``rest`` is empty or ``:digits``)."""
+    if not rest:
+        return None
+    if not rest.startswith(":") or not rest[1:].isdigit():
+        raise InvalidPolicyEntry(
+            f"“{value}” has a port that is not a number; write the port after a colon, "
+            "like example.org:8443 or [fd00::1]:8443."
+        )
+    port = int(rest[1:])
+    if not 0 < port < 65536:
+        raise InvalidPolicyEntry(f"“{value}” has a port outside 1–65535.")
+    return port
+
+
+def _ipv6_entry_host(inside: str, value: str) -> str:
+    if "%" in inside:
+        raise InvalidPolicyEntry(
+            f"“{value}” has a zone index (the part after %), which a source policy cannot use; "
+            f"write the address alone, {_IPV6_EXAMPLES}."
+        )
+    try:
+        address = ipaddress.IPv6Address(inside)
+    except ValueError:
+        hint = (
+            " IPv4 addresses are written without brackets, like 10.0.0.5."
+            if _is_ipv4(inside)
+            else f" Write an IPv6 address {_IPV6_EXAMPLES}."
+        )
+        raise InvalidPolicyEntry(f"“{value}” is not a valid IPv6 address.{hint}") from None
+    return f"[{address.compressed}]"
+
+
+def _ipv4_entry_host(name: str, value: str) -> str:
+    if name.count(".") != 3:
+        raise InvalidPolicyEntry(
+            f"“{value}” looks like an IPv4 address but does not have four numbers; "
+            "write it like 10.0.0.5."
+        )
+    try:
+        return str(ipaddress.IPv4Address(name))
+    except ValueError:
+        raise InvalidPolicyEntry(
+            f"“{value}” is not a valid IPv4 address: write four numbers from 0 to 255 without "
+            "leading zeros, like 10.0.0.5."
+        ) from None
+
+
+def _url_host_and_port(url: str) -> tuple[str, int, str]:
+    """The normalised host (IPv6 in brackets), the port (explicit or the scheme's default)
+    and the host as messages show it (with the port when it is not the default)."""
+    parts = urlsplit(normalize_url(url))
+    host = normalize_host(parts.hostname or "")
+    if parts.port is None:
+        return host, _DEFAULT_PORTS[parts.scheme], host
+    return host, parts.port, f"{host}:{parts.port}"
+
+
 def evaluate_domain_policy(url: str, policy: "SourcePolicy") -> PolicyDecision:
     """Decide whether the source policy allows ``url`` and whether it is a preferred domain.
 
     Excluded domains always win. ``only_domains`` allows the listed domains and their
     subdomains only; ``prefer_domains`` allows everything but marks listed domains preferred;
-    ``full_web`` allows everything not excluded.
+    ``full_web`` allows everything not excluded. Listed IP addresses match exactly, and an
+    entry with a port matches that port only.
     """
     try:
-        host = hostname(url)
+        host, port, shown = _url_host_and_port(url)
     except UnsupportedURLError as error:
-        return PolicyDecision(allowed=False, preferred=False, reason=str(error))
+        return PolicyDecision(
+            allowed=False, preferred=False, reason=str(error), refusal="not a web address"
+        )
     for domain in policy.excluded_domains:
-        if host_matches(host, domain):
+        if _entry(domain).matches(host, port):
             return PolicyDecision(
                 allowed=False,
                 preferred=False,
-                reason=f"{host} is excluded by the source policy ({domain}).",
+                reason=f"{shown} is excluded by the source policy ({domain}).",
+                refusal="excluded domain",
             )
-    listed = next((domain for domain in policy.domains if host_matches(host, domain)), None)
+    listed = next((domain for domain in policy.domains if _entry(domain).matches(host, port)), None)
     if policy.mode == "only_domains":
         if listed is None:
             return PolicyDecision(
                 allowed=False,
                 preferred=False,
-                reason=f"{host} is not one of the domains this run is limited to.",
+                reason=f"{shown} is not one of the domains this run is limited to.",
+                refusal="outside the allowed domains",
             )
         return PolicyDecision(
-            allowed=True, preferred=True, reason=f"{host} is an allowed domain ({listed})."
+            allowed=True, preferred=True, reason=f"{shown} is an allowed domain ({listed})."
         )
     if policy.mode == "prefer_domains" and listed is not None:
         return PolicyDecision(
-            allowed=True, preferred=True, reason=f"{host} is a preferred domain ({listed})."
+            allowed=True, preferred=True, reason=f"{shown} is a preferred domain ({listed})."
         )
-    return PolicyDecision(allowed=True, preferred=False, reason=f"{host} is allowed.")
+    return PolicyDecision(allowed=True, preferred=False, reason=f"{shown} is allowed.")
+
+
+def _entry(text: str) -> PolicyEntry:
+    """A stored policy entry (already validated by the contract); an entry that no longer
+    parses matches nothing rather than everything."""
+    try:
+        return parse_policy_entry(text)
+    except InvalidPolicyEntry:
+        return PolicyEntry(host="", port=0, is_address=True)

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import httpcore
 
 from research.engine.contracts import SearchCandidate, SourceDocument, SourcePolicy
+from research.engine.ports import CandidateDrop
 from research.engine.urls import (
     UnsupportedURLError,
     evaluate_domain_policy,
@@ -28,7 +29,12 @@ from research.sources.errors import SourceError, blocked, failed
 from research.sources.extract import extract_document
 from research.sources.providers import SearchProvider, build_providers, provider_endpoints
 from research.sources.providers.duckduckgo import DdgsFactory
-from research.sources.resilience import RateLimiter, RetryPolicy, call_with_retries
+from research.sources.resilience import (
+    AttemptWindow,
+    RateLimiter,
+    RetryPolicy,
+    call_with_retries,
+)
 from research.sources.safe_fetch import FetchResponse, Resolver, SafeFetcher
 from research.sources.search import SearchService
 
@@ -78,6 +84,7 @@ class WebSourceAdapter:
             max_retry_after=config.max_retry_after,
         )
         self._domain_limiter = RateLimiter(config.domain_interval, clock=clock, sleep=sleep)
+        self._clock = clock
         self._sleep = sleep
         self._rng = rng
         self._now = now
@@ -99,7 +106,8 @@ class WebSourceAdapter:
         limit: int = 10,
         providers: Sequence[str] | None = None,
     ) -> list[SearchCandidate]:
-        """Search for ``query`` and return ranked candidates the policy allows.
+        """Search for ``query`` and return ranked results, those the policy allows first
+        (the engine drops and counts the others through ``screen``).
 
         Raises ``AcquisitionError`` (kind ``failed``) when no provider answers.
         """
@@ -116,18 +124,26 @@ class WebSourceAdapter:
 
         The source policy is checked for the URL and for every redirect target.
         Retryable failures (timeouts, 429, 502–504) are retried with backoff;
-        everything else raises ``AcquisitionError`` at once.
+        everything else raises ``AcquisitionError`` at once. The whole
+        acquisition, retries and their waits included, ends within the
+        configured total time limit.
         """
         if max_bytes < 1:
             raise ValueError("max_bytes must be at least 1.")
         self._check_policy(url, policy)
+        window = AttemptWindow(
+            clock=self._clock,
+            ends_at=self._clock() + self.config.total_timeout,
+            min_attempt_seconds=min(self.config.connect_timeout, self.config.total_timeout),
+            limit_seconds=self.config.total_timeout,
+        )
 
         def guard(target: str) -> None:
             self._check_policy(target, policy, redirected=target != url)
 
         def attempt() -> FetchResponse:
             self._domain_limiter.wait(_domain_key(url))
-            return self._fetcher.fetch(url, redirect_guard=guard)
+            return self._fetcher.fetch(url, redirect_guard=guard, ends_at=window.ends_at)
 
         try:
             response = call_with_retries(
@@ -136,6 +152,7 @@ class WebSourceAdapter:
                 sleep=self._sleep,
                 rng=self._rng,
                 describe="Fetching the page",
+                window=window,
             )
             return extract_document(response, max_bytes=max_bytes, retrieved_at=self._now())
         except SourceError:
@@ -143,6 +160,17 @@ class WebSourceAdapter:
         except Exception as error:  # a parser bug must not end the run
             logger.exception("Acquiring %s failed unexpectedly", url)
             raise failed(f"Reading {url} failed unexpectedly ({type(error).__name__}).") from error
+
+    def screen(self, url: str, *, policy: SourcePolicy) -> CandidateDrop | None:
+        """Why the search result ``url`` may not become a candidate, or ``None`` when it may.
+
+        The page fetcher's own checks decide (with the operator's allow-list, so an
+        allow-listed intranet address is kept), then the source policy.
+        """
+        drop = self._fetcher.screen_url(url)
+        if drop is not None:
+            return drop
+        return evaluate_domain_policy(url, policy).refusal
 
     @staticmethod
     def _check_policy(url: str, policy: SourcePolicy, *, redirected: bool = False) -> None:

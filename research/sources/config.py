@@ -53,6 +53,13 @@ class SourcesConfig:
     connect_timeout: float = 5.0
     read_timeout: float = 10.0
     total_timeout: float = 30.0
+    # A response must bring this many bytes in every read_timeout window, or it is cut as
+    # stalled. The read timeout alone is defeated by a server that drips one byte just before
+    # it fires; 1 KB per 10 s (about 100 bytes a second) is far below any real link (2G GPRS
+    # carries several kilobytes a second), so only a trickling or stuck server trips it. It
+    # also lets bursty servers pause (a page rendered slowly, then sent at once). 0 turns the
+    # check off, leaving the per-read and total limits.
+    min_progress_bytes: int = 1024
     max_page_bytes: int = 2 * 1024 * 1024
     max_pdf_bytes: int = 10 * 1024 * 1024
     max_redirects: int = 5
@@ -113,6 +120,8 @@ class SourcesConfig:
         for name in ("domain_interval", "provider_interval"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be zero or more seconds.")
+        if self.min_progress_bytes < 0:
+            raise ValueError("min_progress_bytes must be 0 (off) or a positive number of bytes.")
         if self.max_page_bytes < 1024 or self.max_pdf_bytes < 1024:
             raise ValueError("Download limits must be at least 1024 bytes.")
         if not 0 <= self.max_redirects <= 20:
@@ -194,6 +203,7 @@ _SETTINGS: dict[str, tuple[str, str]] = {
     "RESEARCH_FETCH_CONNECT_TIMEOUT": ("connect_timeout", "float"),
     "RESEARCH_FETCH_READ_TIMEOUT": ("read_timeout", "float"),
     "RESEARCH_FETCH_TOTAL_TIMEOUT": ("total_timeout", "float"),
+    "RESEARCH_FETCH_MIN_PROGRESS_BYTES": ("min_progress_bytes", "int"),
     "RESEARCH_FETCH_MAX_BYTES": ("max_page_bytes", "int"),
     "RESEARCH_FETCH_MAX_PDF_BYTES": ("max_pdf_bytes", "int"),
     "RESEARCH_FETCH_MAX_REDIRECTS": ("max_redirects", "int"),

@@ -25,8 +25,9 @@ class SourceError(AcquisitionError):
         retryable: bool = False,
         retry_after: float | None = None,
         status: int | None = None,
+        counts_as_fetch: bool | None = None,
     ) -> None:
-        super().__init__(kind, reason, retryable=retryable)
+        super().__init__(kind, reason, retryable=retryable, counts_as_fetch=counts_as_fetch)
         self.retry_after = retry_after
         self.status = status
 
@@ -36,9 +37,14 @@ def blocked(reason: str) -> SourceError:
     return SourceError("blocked", reason)
 
 
-def unsupported(reason: str) -> SourceError:
-    """The content exists but is not something we can read as evidence."""
-    return SourceError("unsupported", reason)
+def unsupported(reason: str, *, downloaded: bool = False) -> SourceError:
+    """The content exists but is not something we can read as evidence.
+
+    ``downloaded`` says the body was read in full before we could tell (a
+    damaged PDF, a page without text): that read spent a fetch of the run's
+    budget, while a refusal on the headers or the first bytes did not.
+    """
+    return SourceError("unsupported", reason, counts_as_fetch=downloaded)
 
 
 def failed(

@@ -45,7 +45,8 @@ def extract_document(
         kind = "pdf"
         if response.truncated:
             raise unsupported(
-                f"{url} is a PDF larger than the download limit; a partial PDF cannot be read."
+                f"{url} is a PDF larger than the download limit; a partial PDF cannot be read.",
+                downloaded=True,
             )
         extracted = extract_pdf(response.content, url=url, max_chars=max_bytes)
     elif response.media_type == "text/plain":
@@ -54,7 +55,7 @@ def extract_document(
     else:
         raise unsupported(f"{url} is {response.media_type}, which cannot be read as a source.")
     if not extracted.text.strip():
-        raise unsupported(f"{url} has no readable text.")
+        raise unsupported(f"{url} has no readable text.", downloaded=True)
     snapshot = bound_snapshot(extracted.text, extracted.headings, extracted.pages, max_bytes)
     identity, declared = _canonical(url, extracted.canonical_link)
     return SourceDocument(

@@ -33,7 +33,9 @@ def extract_pdf(content: bytes, *, url: str, max_chars: int) -> ExtractedText:
     try:
         reader = PdfReader(io.BytesIO(content), strict=False)
         if reader.is_encrypted and not reader.decrypt(""):
-            raise unsupported(f"{url} is a password-protected PDF and cannot be read.")
+            raise unsupported(
+                f"{url} is a password-protected PDF and cannot be read.", downloaded=True
+            )
         builder = SnapshotBuilder()
         for number, page in enumerate(reader.pages, start=1):
             if number > MAX_PAGES or builder.length > max_chars:
@@ -42,15 +44,19 @@ def extract_pdf(content: bytes, *, url: str, max_chars: int) -> ExtractedText:
         headings = _outline_headings(reader, builder)
         title, author, published = _metadata(reader)
     except PyPdfError as exc:
-        raise unsupported(f"{url} could not be read as a PDF ({exc}).") from None
+        raise unsupported(f"{url} could not be read as a PDF ({exc}).", downloaded=True) from None
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
         # pypdf reports damaged files through ordinary exceptions as well.
         raise unsupported(
-            f"{url} is a damaged PDF that could not be read ({type(exc).__name__})."
+            f"{url} is a damaged PDF that could not be read ({type(exc).__name__}).",
+            downloaded=True,
         ) from None
     text = builder.text
     if not text.strip():
-        raise unsupported(f"{url} is a PDF without extractable text (it may be a scanned image).")
+        raise unsupported(
+            f"{url} is a PDF without extractable text (it may be a scanned image).",
+            downloaded=True,
+        )
     if not title:
         title = next((line for line in text.splitlines() if line.strip()), "")[:200]
     return ExtractedText(

@@ -93,6 +93,24 @@ class RetryPolicy:
         return max(retry_after, jittered)
 
 
+@dataclass(frozen=True)
+class AttemptWindow:
+    """The time a retried operation has in all: it must be over by ``ends_at`` (a reading of
+    ``clock``), and a retry is only started when, after its backoff wait, at least
+    ``min_attempt_seconds`` are left, the least an attempt needs to have a chance (the
+    fetcher's connect timeout: less than that and it cannot even connect in time).
+    ``limit_seconds`` is the configured limit, for the message."""
+
+    clock: Callable[[], float]
+    ends_at: float
+    min_attempt_seconds: float
+    limit_seconds: float
+
+    def leaves_room(self, wait: float) -> bool:
+        """Whether an attempt started after waiting ``wait`` seconds still has its minimum."""
+        return self.clock() + wait + self.min_attempt_seconds <= self.ends_at
+
+
 def call_with_retries(
     operation: Callable[[], T],
     *,
@@ -100,11 +118,14 @@ def call_with_retries(
     sleep: Callable[[float], None] = time.sleep,
     rng: Callable[[], float] = random.random,
     describe: str = "The request",
+    window: AttemptWindow | None = None,
 ) -> T:
     """Run ``operation``; retry only retryable ``AcquisitionError``s, at most ``policy.max_attempts`` times.
 
-    Blocked, unsupported and permanent failures are raised at once. When the
-    retries are used up, the last error is raised with a note saying so.
+    Blocked, unsupported and permanent failures are raised at once. With a
+    ``window``, a retry whose backoff wait would leave less than the window's
+    minimum attempt time is not started. When no retry follows, the last error
+    is raised with a note saying why.
     """
     attempt = 1
     while True:
@@ -117,8 +138,16 @@ def call_with_retries(
             wait = (
                 policy.delay(attempt, retry_after, rng) if attempt < policy.max_attempts else None
             )
-            if wait is None:
-                if attempt >= policy.max_attempts and policy.max_attempts > 1:
+            out_of_time = wait is not None and window is not None and not window.leaves_room(wait)
+            if wait is None or out_of_time:
+                if out_of_time:
+                    assert window is not None
+                    note = (
+                        f" {describe} stopped after {attempt} "
+                        f"{'attempt' if attempt == 1 else 'attempts'}: the "
+                        f"{window.limit_seconds:g}-second limit leaves no time for another."
+                    )
+                elif attempt >= policy.max_attempts and policy.max_attempts > 1:
                     note = f" {describe} gave up after {attempt} attempts."
                 elif retry_after is not None and retry_after > policy.max_retry_after:
                     note = f" The server asked us to wait {retry_after:.0f} seconds, longer than we wait."
@@ -130,6 +159,7 @@ def call_with_retries(
                     retryable=True,
                     retry_after=retry_after,
                     status=getattr(error, "status", None),
+                    counts_as_fetch=error.counts_as_fetch,
                 ) from error
             sleep(wait)
             attempt += 1

@@ -13,8 +13,10 @@ Every page fetch and every call to a search provider goes through
    the host name for SNI and verifies the certificate against it;
 4. follows redirects itself (at most ``max_redirects``), repeating all checks
    and the caller's domain policy for every target;
-5. streams the body under connect / read / total time limits and a byte cap
-   applied both to the bytes on the wire and after decompression.
+5. streams the body under connect / read / total time limits (every socket
+   operation is bounded by what the total deadline and the read-progress
+   deadline leave, see ``deadlines``) and a byte cap applied both to the bytes
+   on the wire and after decompression.
 
 Refusals and failures are ``SourceError``s with a sentence a user can act on.
 """
@@ -41,7 +43,9 @@ import certifi
 import httpcore
 import httpx
 
+from research.engine.ports import CandidateDrop
 from research.sources.addresses import (
+    METADATA_HOSTNAMES,
     HostAllowList,
     InvalidHostError,
     IPAddress,
@@ -53,6 +57,7 @@ from research.sources.addresses import (
     parse_ip_host,
 )
 from research.sources.config import SourcesConfig
+from research.sources.deadlines import DeadlineNetworkBackend, FetchLimits
 from research.sources.errors import SourceError, blocked, failed, unsupported
 
 Resolver = Callable[[str, int], Sequence[str]]
@@ -112,6 +117,14 @@ class FetchResponse:
     retrieved_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
+class _Refused(SourceError):
+    """A refusal of the address as written, with the phrase a search step counts it by."""
+
+    def __init__(self, drop: CandidateDrop, reason: str) -> None:
+        super().__init__("blocked", reason)
+        self.drop = drop
+
+
 @dataclass(frozen=True)
 class Destination:
     """A URL that passed every check, with the addresses its connection is pinned to."""
@@ -130,19 +143,15 @@ class Destination:
 _DNS_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dns")
 
 
-def system_resolver(timeout: float = 5.0) -> Resolver:
-    """A resolver backed by ``getaddrinfo`` with a time limit.
+def system_resolver() -> Resolver:
+    """A resolver backed by ``getaddrinfo``.
 
-    ``getaddrinfo`` cannot be interrupted, so it runs on a small thread pool and
-    we stop waiting after ``timeout`` seconds.
+    ``getaddrinfo`` cannot be interrupted, so the fetcher runs every resolver
+    on a small thread pool and stops waiting when its time limit is up.
     """
 
     def resolve(host: str, port: int) -> list[str]:
-        future = _DNS_POOL.submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
-        try:
-            infos = future.result(timeout=timeout)
-        except FutureTimeout:
-            raise socket.gaierror(socket.EAI_AGAIN, "DNS lookup timed out") from None
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         addresses: dict[str, None] = {}
         for _family, _type, _proto, _canon, sockaddr in infos:
             addresses[str(sockaddr[0])] = None
@@ -271,7 +280,7 @@ class PinnedTransport(httpx.BaseTransport):
 
     ``pins`` maps a host name (exactly as it appears in request URLs) to the
     addresses that passed the checks; it may grow while the transport lives,
-    as redirects reach new hosts.
+    as redirects reach new hosts. ``limits`` bounds every socket operation.
     """
 
     def __init__(
@@ -280,14 +289,18 @@ class PinnedTransport(httpx.BaseTransport):
         *,
         ssl_context: ssl.SSLContext,
         network_backend: httpcore.NetworkBackend | None = None,
+        limits: FetchLimits | None = None,
     ) -> None:
+        backend = network_backend or httpcore.SyncBackend()
+        if limits is not None:
+            backend = DeadlineNetworkBackend(backend, limits)
         self._pool = httpcore.ConnectionPool(
             ssl_context=ssl_context,
             max_connections=4,
             http1=True,
             http2=False,
             retries=0,
-            network_backend=PinnedNetworkBackend(pins, network_backend or httpcore.SyncBackend()),
+            network_backend=PinnedNetworkBackend(pins, backend),
         )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -340,7 +353,7 @@ class SafeFetcher:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
-        base_resolver = resolver or system_resolver(config.connect_timeout)
+        base_resolver = resolver or system_resolver()
         self._resolver = (
             static_hosts_resolver(config.static_hosts, base_resolver)
             if config.static_hosts
@@ -354,50 +367,53 @@ class SafeFetcher:
 
     # -- checks ---------------------------------------------------------------------------
 
+    def screen_url(self, url: str) -> CandidateDrop | None:
+        """Why ``url`` would be refused before any DNS lookup, as a short fixed phrase, or
+        ``None`` when it passes every check that needs no lookup.
+
+        These are exactly the checks ``check_url`` makes first (scheme and form, host names,
+        ports, literal addresses, the allow-list), so a search result this passes is one
+        the fetcher will at least try; a host name may still resolve to a refused address.
+        """
+        try:
+            self._check_written(url)
+        except _Refused as refusal:
+            return refusal.drop
+        except SourceError:
+            return "not a web address"
+        return None
+
     def check_url(
         self,
         url: str | httpx.URL,
         *,
         resolved: dict[tuple[str, int], tuple[IPAddress, ...]] | None = None,
+        limits: FetchLimits | None = None,
     ) -> Destination:
         """Validate ``url`` and resolve its host, without connecting anywhere.
 
         ``resolved`` caches answers per (host, port) within one fetch, so a
         redirect back to the same host reuses the first answer instead of giving
-        a rebinding DNS server a second chance. Raises ``SourceError``.
+        a rebinding DNS server a second chance; ``limits`` bounds the lookup by
+        the fetch's deadline. Raises ``SourceError``.
         """
-        parsed = _parse_url(url)
-        host = _url_host(parsed)
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        ip_literal = _ip_literal(host)
+        parsed, host, port, ip_literal, allow_listed = self._check_written(url)
         if ip_literal is not None:
-            host = str(ip_literal)
-            parsed = parsed.copy_with(host=host)
-        allow_listed = self._allow_list.permits(host, port)
+            return Destination(
+                url=parsed,
+                host=host,
+                port=port,
+                addresses=(ip_literal,),
+                allow_listed=allow_listed,
+            )
+        cache = resolved if resolved is not None else {}
+        key = (host, port)
+        if key not in cache:
+            cache[key] = self._resolve(host, port, limits)
+        addresses = cache[key]
         shown = _display_host(host, port)
-        if not allow_listed:
-            if ip_literal is None and (reason := forbidden_hostname_reason(host)):
-                raise blocked(f"{shown} is {reason}; only public web sites can be fetched.")
-            if reason := forbidden_port_reason(port):
-                raise blocked(f"{shown} uses {reason}; only web ports can be fetched.")
-        if ip_literal is not None:
-            addresses: tuple[IPAddress, ...] = (ip_literal,)
-        else:
-            cache = resolved if resolved is not None else {}
-            key = (host, port)
-            if key not in cache:
-                cache[key] = self._resolve(host, port)
-            addresses = cache[key]
         for address in addresses:
-            # Name the address as written and, if different, what it really is.
-            if ip_literal is not None:
-                written = parsed_host_text(url).rstrip(".")
-                if ip_literal.version == 6 or written == host:
-                    where = f"{_display_host(written, port)} is"
-                else:
-                    where = f"{written} means {address} and is"
-            else:
-                where = f"{shown} resolves to {address},"
+            where = f"{shown} resolves to {address},"
             if is_metadata_address(address):
                 raise blocked(f"{where} a cloud metadata address, which is never fetched.")
             if not allow_listed and (reason := forbidden_address_reason(address)):
@@ -409,9 +425,69 @@ class SafeFetcher:
             url=parsed, host=host, port=port, addresses=addresses, allow_listed=allow_listed
         )
 
-    def _resolve(self, host: str, port: int) -> tuple[IPAddress, ...]:
+    def _check_written(
+        self, url: str | httpx.URL
+    ) -> tuple[httpx.URL, str, int, IPAddress | None, bool]:
+        """The checks that need no DNS lookup; returns the parsed URL, its normalised host,
+        port and IP literal (if it is one) and whether the allow-list names it."""
+        parsed = _parse_url(url)
+        host = _url_host(parsed)
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        ip_literal = _ip_literal(host)
+        if ip_literal is not None:
+            host = str(ip_literal)
+            parsed = parsed.copy_with(host=host)
+        allow_listed = self._allow_list.permits(host, port)
+        shown = _display_host(host, port)
+        if not allow_listed:
+            if ip_literal is None and (reason := forbidden_hostname_reason(host)):
+                drop: CandidateDrop = (
+                    "cloud metadata address"
+                    if host in METADATA_HOSTNAMES
+                    else "local host name not allowed"
+                )
+                raise _Refused(drop, f"{shown} is {reason}; only public web sites can be fetched.")
+            if reason := forbidden_port_reason(port):
+                raise _Refused(
+                    "non-web port", f"{shown} uses {reason}; only web ports can be fetched."
+                )
+        if ip_literal is not None:
+            # Name the address as written and, if different, what it really is.
+            written = parsed_host_text(url).rstrip(".")
+            if ip_literal.version == 6 or written == host:
+                where = f"{_display_host(written, port)} is"
+            else:
+                where = f"{written} means {ip_literal} and is"
+            if is_metadata_address(ip_literal):
+                raise _Refused(
+                    "cloud metadata address",
+                    f"{where} a cloud metadata address, which is never fetched.",
+                )
+            if not allow_listed and (reason := forbidden_address_reason(ip_literal)):
+                raise _Refused(
+                    "private address not allowed",
+                    f"{where} {reason}; only public addresses can be fetched "
+                    "(an operator can allow intranet hosts with RESEARCH_FETCH_ALLOWED_HOSTS).",
+                )
+        return parsed, host, port, ip_literal, allow_listed
+
+    def _resolve(
+        self, host: str, port: int, limits: FetchLimits | None = None
+    ) -> tuple[IPAddress, ...]:
+        timeout = self.config.connect_timeout
+        if limits is not None:
+            if limits.expired():
+                raise failed(self._total_limit_reason(limits, host), retryable=True)
+            timeout = min(timeout, limits.time_left())
+        future = _DNS_POOL.submit(self._resolver, host, port)
         try:
-            answers = self._resolver(host, port)
+            answers = future.result(timeout=timeout)
+        except FutureTimeout:
+            if limits is not None and limits.expired():
+                raise failed(self._total_limit_reason(limits, host), retryable=True) from None
+            raise failed(
+                f"Looking up {host} did not finish in time; try again later.", retryable=True
+            ) from None
         except socket.gaierror as exc:
             if exc.errno in (socket.EAI_AGAIN,):
                 raise failed(
@@ -440,11 +516,14 @@ class SafeFetcher:
         *,
         redirect_guard: RedirectGuard | None = None,
         max_bytes: int | None = None,
+        ends_at: float | None = None,
     ) -> FetchResponse:
         """GET a page (HTML, XHTML, plain text or PDF) with no cookies and no credentials.
 
         ``max_bytes`` overrides the configured download cap; by default PDFs get
-        ``max_pdf_bytes`` and everything else ``max_page_bytes``.
+        ``max_pdf_bytes`` and everything else ``max_page_bytes``. ``ends_at`` (a
+        reading of the fetcher's clock) is the deadline of the whole fetch when
+        the caller retries it; by default it is ``total_timeout`` from now.
         """
         return self.request(
             "GET",
@@ -453,6 +532,7 @@ class SafeFetcher:
             redirect_guard=redirect_guard,
             max_bytes=max_bytes,
             sniff=True,
+            ends_at=ends_at,
         )
 
     def request(
@@ -469,14 +549,25 @@ class SafeFetcher:
         follow_redirects: bool = True,
         total_timeout: float | None = None,
         sniff: bool = False,
+        ends_at: float | None = None,
     ) -> FetchResponse:
         """Send one request (following GET redirects) and return the bounded body.
 
         ``headers`` are sent only to the first host: a redirect to another host
-        drops them, so an API key never leaks to a third party. Raises
-        ``SourceError`` for every refusal and failure.
+        drops them, so an API key never leaks to a third party. Everything,
+        redirects included, ends by ``ends_at`` (a reading of the fetcher's
+        clock; by default ``total_timeout`` or the configured total from now),
+        and the response must keep bringing ``min_progress_bytes`` per read
+        timeout. Raises ``SourceError`` for every refusal and failure.
         """
-        deadline = self._clock() + (total_timeout or self.config.total_timeout)
+        limit = total_timeout or self.config.total_timeout
+        limits = FetchLimits(
+            clock=self._clock,
+            ends_at=self._clock() + limit if ends_at is None else ends_at,
+            limit_seconds=limit,
+            window=self.config.read_timeout,
+            min_progress_bytes=self.config.min_progress_bytes,
+        )
         resolved: dict[tuple[str, int], tuple[IPAddress, ...]] = {}
         pins: dict[str, list[str]] = {}
         requested = str(url)
@@ -484,14 +575,18 @@ class SafeFetcher:
         redirects: list[str] = []
         method = method.upper()
         with PinnedTransport(
-            pins, ssl_context=self._tls_context(), network_backend=self._network_backend
+            pins,
+            ssl_context=self._tls_context(),
+            network_backend=self._network_backend,
+            limits=limits,
         ) as transport:
             first_host: str | None = None
             while True:
+                self._check_deadline(limits, requested)
                 try:
                     if redirect_guard is not None:
                         redirect_guard(str(current))
-                    destination = self.check_url(current, resolved=resolved)
+                    destination = self.check_url(current, resolved=resolved, limits=limits)
                 except SourceError as exc:
                     if not redirects:
                         raise
@@ -501,6 +596,7 @@ class SafeFetcher:
                         f"which was refused: {exc.reason}",
                         retryable=exc.retryable,
                         retry_after=exc.retry_after,
+                        counts_as_fetch=exc.counts_as_fetch,
                     ) from None
                 pins[destination.url.raw_host.decode("ascii")] = [
                     str(a) for a in destination.addresses
@@ -513,9 +609,9 @@ class SafeFetcher:
                     destination.url,
                     headers=headers if same_host else None,
                     json=json if not redirects else None,
-                    deadline=deadline,
+                    limits=limits,
                 )
-                response = self._send(transport, request, destination)
+                response = self._send(transport, request, destination, limits, requested)
                 status = response.status_code
                 if status in _REDIRECT_STATUSES and "location" in response.headers:
                     response.close()
@@ -533,7 +629,6 @@ class SafeFetcher:
                     target = _redirect_target(destination.url, response.headers["location"])
                     redirects.append(str(target))
                     current = target
-                    self._check_deadline(deadline, requested)
                     continue
                 try:
                     return self._finish(
@@ -543,7 +638,7 @@ class SafeFetcher:
                         redirects=tuple(redirects),
                         media_types=media_types,
                         max_bytes=max_bytes,
-                        deadline=deadline,
+                        limits=limits,
                         sniff=sniff,
                     )
                 finally:
@@ -556,9 +651,11 @@ class SafeFetcher:
         *,
         headers: Mapping[str, str] | None,
         json: Any,
-        deadline: float,
+        limits: FetchLimits,
     ) -> httpx.Request:
-        remaining = max(0.05, deadline - self._clock())
+        # The network backend shortens every operation to what the deadlines leave; these
+        # are the per-operation limits httpcore starts from.
+        remaining = max(0.05, limits.time_left())
         read = min(self.config.read_timeout, remaining)
         # Only these headers are ever sent to a page: no cookies, no credentials.
         base = {
@@ -579,15 +676,22 @@ class SafeFetcher:
         return request
 
     def _send(
-        self, transport: PinnedTransport, request: httpx.Request, destination: Destination
+        self,
+        transport: PinnedTransport,
+        request: httpx.Request,
+        destination: Destination,
+        limits: FetchLimits,
+        requested: str,
     ) -> httpx.Response:
         shown = _display_url(destination.url)
         try:
             return transport.handle_request(request)
         except httpx.TimeoutException:
-            raise failed(
+            raise self._timed_out(
+                limits,
+                requested,
+                shown,
                 f"{shown} did not answer within the time limit; the site may be slow or down.",
-                retryable=True,
             ) from None
         except httpx.ConnectError as exc:
             if _is_certificate_error(exc):
@@ -608,7 +712,7 @@ class SafeFetcher:
         redirects: tuple[str, ...],
         media_types: frozenset[str],
         max_bytes: int | None,
-        deadline: float,
+        limits: FetchLimits,
         sniff: bool,
     ) -> FetchResponse:
         shown = _display_url(destination.url)
@@ -651,13 +755,16 @@ class SafeFetcher:
                 if over or truncated:
                     truncated = True
                     break
-                self._check_deadline(deadline, requested)
+                self._check_deadline(limits, requested)
             else:
                 if not truncated:
                     body += decoder.flush(limit - len(body))
         except httpx.TimeoutException:
-            raise failed(
-                f"{shown} stopped sending data before the page was complete.", retryable=True
+            raise self._timed_out(
+                limits,
+                requested,
+                shown,
+                f"{shown} stopped sending data before the page was complete.",
             ) from None
         except httpx.TransportError as exc:
             raise failed(f"The download from {shown} broke off: {exc}.", retryable=True) from None
@@ -676,13 +783,31 @@ class SafeFetcher:
             redirects=redirects,
         )
 
-    def _check_deadline(self, deadline: float, requested: str) -> None:
-        if self._clock() > deadline:
-            raise failed(
-                f"Fetching {_display_url(requested)} took longer than the "
-                f"{self.config.total_timeout:g}-second limit; stopped.",
+    def _check_deadline(self, limits: FetchLimits, requested: str) -> None:
+        if limits.expired():
+            raise failed(self._total_limit_reason(limits, requested), retryable=True)
+
+    @staticmethod
+    def _total_limit_reason(limits: FetchLimits, requested: str) -> str:
+        return (
+            f"Fetching {_display_url(requested)} took longer than the "
+            f"{limits.limit_seconds:g}-second limit; stopped."
+        )
+
+    def _timed_out(
+        self, limits: FetchLimits, requested: str, shown: str, otherwise: str
+    ) -> SourceError:
+        """The error for an operation that timed out, naming the limit that cut it."""
+        cause = limits.timeout_cause()
+        if cause == "total":
+            return failed(self._total_limit_reason(limits, requested), retryable=True)
+        if cause == "stalled":
+            return failed(
+                f"{shown} sent less than {limits.min_progress_bytes:,} bytes in "
+                f"{limits.window:g} seconds; the download was stopped as stalled.",
                 retryable=True,
             )
+        return failed(otherwise, retryable=True)
 
     def _tls_context(self) -> ssl.SSLContext:
         with self._ssl_lock:

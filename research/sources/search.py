@@ -5,8 +5,10 @@ normalised URL with reciprocal-rank fusion, keeping each provider's own rank
 in ``provider_ranks``; *fallback* mode asks them in order and stops at the
 first that returns something the policy allows.
 
-The source policy is enforced here, not passed along as a hint: results
-outside an ``only_domains`` list or inside ``excluded_domains`` are dropped.
+The source policy steers the search but never hides a result: results the
+policy allows rank before those it refuses (outside an ``only_domains`` list or
+inside ``excluded_domains``), and the engine drops and counts the refused ones
+through the adapter's ``screen``, so a search step says what it did not keep.
 With ``prefer_domains`` (and ``only_domains``) each provider that can restrict
 a search to one site is first asked a site-restricted query per listed domain
 (at most ``MAX_SITE_DOMAINS``), and preferred results rank first.
@@ -22,7 +24,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from research.engine.contracts import ScholarlyMetadata, SearchCandidate, SourcePolicy
-from research.engine.urls import UnsupportedURLError, evaluate_domain_policy, normalize_url
+from research.engine.urls import (
+    InvalidPolicyEntry,
+    UnsupportedURLError,
+    evaluate_domain_policy,
+    normalize_url,
+    parse_policy_entry,
+)
 from research.sources.config import KNOWN_PROVIDERS, SearchMode
 from research.sources.errors import SourceError, failed
 from research.sources.providers import SearchHit, SearchProvider, SearchRequest
@@ -45,6 +53,7 @@ class _Merged:
     snippet: str
     published_at: str | None
     preferred: bool
+    refused: bool
     first_seen: int
     provider_ranks: dict[str, int] = field(default_factory=dict)
     scholarly: ScholarlyMetadata | None = None
@@ -84,10 +93,12 @@ class SearchService:
         limit: int = 10,
         providers: Sequence[str] | None = None,
     ) -> list[SearchCandidate]:
-        """Return up to ``limit`` ranked candidates the policy allows.
+        """Return up to ``limit`` ranked results, those the policy allows first.
 
-        ``providers`` overrides the configured selection for this call. Raises
-        ``SourceError`` when no provider could answer at all.
+        Results the policy refuses fill the places the allowed ones leave, so
+        the caller can count them. ``providers`` overrides the configured
+        selection for this call. Raises ``SourceError`` when no provider could
+        answer at all.
         """
         names = self._names(providers)
         query = normalize_inline(query)
@@ -117,7 +128,7 @@ class SearchService:
                     errors[name] = error
                     continue
                 results[name] = hits
-                if hits and self._mode == "fallback":
+                if _any_allowed(hits, policy) and self._mode == "fallback":
                     break
         if not results:
             raise self._all_failed(errors)
@@ -141,29 +152,30 @@ class SearchService:
     ) -> list[SearchHit]:
         """All calls one provider makes for this search, site-restricted ones first."""
         provider = self._providers[name]
-        excluded = tuple(policy.excluded_domains)
+        excluded = tuple(_sites(policy.excluded_domains, exact=True))
         site_requests: list[SearchRequest] = []
         if policy.mode in ("prefer_domains", "only_domains") and provider.supports_site:
             site_requests = [
-                SearchRequest(query=query, limit=limit, site=domain, exclude_domains=excluded)
-                for domain in policy.domains[:MAX_SITE_DOMAINS]
+                SearchRequest(query=query, limit=limit, site=site, exclude_domains=excluded)
+                for site in _sites(policy.domains)[:MAX_SITE_DOMAINS]
             ]
         general = SearchRequest(query=query, limit=limit, exclude_domains=excluded)
         collected: list[SearchHit] = []
         last_error: SourceError | None = None
-        calls = 0
         for request in site_requests:
-            calls += 1
             try:
-                collected += self._allowed(self._call(provider, request), policy)
+                collected += self._call(provider, request)
             except SourceError as error:
                 last_error = error
-        # An only_domains search falls back to an unrestricted query (still filtered)
-        # when the site-restricted ones found nothing.
-        if policy.mode != "only_domains" or not site_requests or not collected:
-            calls += 1
+        # An only_domains search falls back to an unrestricted query when the
+        # site-restricted ones found nothing it allows.
+        if (
+            policy.mode != "only_domains"
+            or not site_requests
+            or not _any_allowed(collected, policy)
+        ):
             try:
-                collected += self._allowed(self._call(provider, general), policy)
+                collected += self._call(provider, general)
             except SourceError as error:
                 last_error = error
         if last_error is not None and not collected:
@@ -183,16 +195,36 @@ class SearchService:
             describe=f"{provider.label} search",
         )
 
-    @staticmethod
-    def _allowed(hits: list[SearchHit], policy: SourcePolicy) -> list[SearchHit]:
-        return [hit for hit in hits if evaluate_domain_policy(hit.url, policy).allowed]
-
     def _all_failed(self, errors: dict[str, SourceError]) -> SourceError:
         details = "; ".join(_named(self._providers[n].label, e.reason) for n, e in errors.items())
         return failed(
             f"No search provider could answer ({details}).",
             retryable=any(e.retryable for e in errors.values()),
         )
+
+
+def _any_allowed(hits: list[SearchHit], policy: SourcePolicy) -> bool:
+    return any(evaluate_domain_policy(hit.url, policy).allowed for hit in hits)
+
+
+def _sites(entries: Sequence[str], *, exact: bool = False) -> list[str]:
+    """The hosts of policy entries a ``site:`` restriction or exclusion can name.
+
+    Search engines know sites by host name (and some by IPv4 address), never
+    by port or by IPv6 address, so IPv6 entries are skipped and ports dropped.
+    ``exact`` also skips entries with a port: an exclusion hint naming the
+    whole host would hide results on the ports the policy still allows.
+    """
+    sites: dict[str, None] = {}
+    for text in entries:
+        try:
+            entry = parse_policy_entry(text)
+        except InvalidPolicyEntry:
+            continue
+        if entry.host.startswith("[") or (exact and entry.port is not None):
+            continue
+        sites[entry.host] = None
+    return list(sites)
 
 
 def _named(label: str, reason: str) -> str:
@@ -230,12 +262,14 @@ def _merge(
                 continue
             entry = merged.get(key)
             if entry is None:
+                decision = evaluate_domain_policy(key, policy)
                 entry = merged[key] = _Merged(
                     url=key,
                     title=hit.title,
                     snippet=hit.snippet,
                     published_at=hit.published_at,
-                    preferred=evaluate_domain_policy(key, policy).preferred,
+                    preferred=decision.preferred,
+                    refused=not decision.allowed,
                     first_seen=seen,
                     scholarly=hit.scholarly,
                 )
@@ -251,7 +285,13 @@ def _merge(
 
 def _ranked(entries: list[_Merged], order: list[str], limit: int) -> list[SearchCandidate]:
     entries.sort(
-        key=lambda e: (not e.preferred, -e.score, min(e.provider_ranks.values()), e.first_seen)
+        key=lambda e: (
+            e.refused,
+            not e.preferred,
+            -e.score,
+            min(e.provider_ranks.values()),
+            e.first_seen,
+        )
     )
     candidates = []
     for position, entry in enumerate(entries[:limit], start=1):

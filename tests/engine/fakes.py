@@ -6,11 +6,13 @@ to check them: the thread of every call, every write in order, heartbeats and tr
 ``MemoryWeb`` serves a dictionary of pages and measures how many calls overlap.
 """
 
+import ipaddress
 import re
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
@@ -50,6 +52,7 @@ from research.engine.guards import estimate_tokens, fingerprint_query
 from research.engine.ports import (
     AcquisitionError,
     AcquisitionErrorKind,
+    CandidateDrop,
     FakeClock,
     LeaseLost,
     ModelError,
@@ -294,6 +297,7 @@ class MemoryStore:
         candidates: Sequence[SearchCandidate],
         summary: str = "",
         usage: Usage | None = None,
+        output: dict[str, object] | None = None,
     ) -> list[SourceRecord]:
         self._call("record_candidates", write=True)
         recorded: list[SourceRecord] = []
@@ -322,6 +326,7 @@ class MemoryStore:
                 "status": "succeeded",
                 "summary": summary or f"{len(recorded)} results",
                 "usage": usage or Usage(),
+                "output": dict(output or {}),
             }
         )
         return recorded
@@ -413,14 +418,20 @@ class MemoryStore:
         self.reports_saved += 1
 
 
+# The fake web knows the best-known metadata endpoints, enough to act out the real rule.
+METADATA_ADDRESSES = frozenset({"169.254.169.254", "fd00:ec2::254"})
+
+
 class MemoryWeb:
     """A SourceAdapter over a dictionary of pages, honouring the domain policy.
 
     ``results`` maps a query to result URLs; a query not listed falls back to a listed one
-    with the same fingerprint. ``errors`` makes a URL fail with a given error; ``delay``
-    makes every call take that long (so overlapping calls can be measured); ``on_acquire``
-    and ``on_discover`` run at the start of each call (tests use them to pause, cancel or
-    crash mid-run).
+    with the same fingerprint. Like the web adapter, ``discover`` returns the results the
+    policy allows first and the refused ones after them, and ``screen`` refuses literal
+    non-public addresses unless ``allowed_hosts`` (``host:port`` as written in the URL) lists
+    them. ``errors`` makes a URL fail with a given error; ``delay`` makes every call take that
+    long (so overlapping calls can be measured); ``on_acquire`` and ``on_discover`` run at
+    the start of each call (tests use them to pause, cancel or crash mid-run).
     """
 
     def __init__(
@@ -435,8 +446,10 @@ class MemoryWeb:
         on_discover: Callable[[str], None] | None = None,
         clock: FakeClock | None = None,
         seconds_per_call: float = 0.0,
+        allowed_hosts: Collection[str] = (),
     ) -> None:
         self.pages = pages
+        self.allowed_hosts = frozenset(allowed_hosts)
         self.results = results
         self.errors = errors or {}
         self.search_errors = search_errors or {}
@@ -446,6 +459,8 @@ class MemoryWeb:
         self.clock = clock
         self.seconds_per_call = seconds_per_call
         self.fetches: list[str] = []
+        # Fetches refused without reading anything (they cost the run no fetch).
+        self.refused: list[str] = []
         self.queries: list[str] = []
         self._lock = threading.Lock()
         self._active = {"search": 0, "fetch": 0}
@@ -489,7 +504,9 @@ class MemoryWeb:
                 time.sleep(self.delay)
             if query in self.search_errors:
                 raise self.search_errors[query]
-            urls = [u for u in self._urls_for(query) if evaluate_domain_policy(u, policy).allowed]
+            found = self._urls_for(query)
+            allowed = [u for u in found if evaluate_domain_policy(u, policy).allowed]
+            urls = allowed + [u for u in found if u not in allowed]
             return [
                 SearchCandidate(
                     url=url,
@@ -501,6 +518,23 @@ class MemoryWeb:
             ]
         finally:
             self._leave("search")
+
+    def screen(self, url: str, *, policy: SourcePolicy) -> CandidateDrop | None:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            address = None
+        if address is not None:
+            if str(address) in METADATA_ADDRESSES:
+                return "cloud metadata address"
+            written = f"[{host}]" if address.version == 6 else host
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            listed = f"{written}:{port}" in self.allowed_hosts
+            if not address.is_global and not listed:
+                return "private address not allowed"
+        return evaluate_domain_policy(url, policy).refusal
 
     def acquire(self, url: str, *, policy: SourcePolicy, max_bytes: int) -> SourceDocument:
         self.fetches.append(url)
@@ -526,6 +560,10 @@ class MemoryWeb:
                     "unsupported", "The page is larger than the per-source limit."
                 )
             return document
+        except AcquisitionError as error:
+            if not error.counts_as_fetch:
+                self.refused.append(url)
+            raise
         finally:
             self._leave("fetch", domain)
 

@@ -53,13 +53,54 @@ def test_source_policy_converts_international_domains_to_punycode() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", ["https://example.org", "example.org/path", "localhost", "exa mple.org", "1.2.3.4", ""]
+    "bad", ["https://example.org", "example.org/path", "localhost", "exa mple.org", "999", ""]
 )
 def test_malformed_domain_is_refused_naming_the_field(bad: str) -> None:
     with pytest.raises(ValidationError) as caught:
         SourcePolicy(excluded_domains=[bad])
     assert "excluded_domains" in str(caught.value)
     assert "bare domain name" in str(caught.value)
+
+
+def test_domain_controls_accept_ip_addresses_with_or_without_a_port() -> None:
+    policy = SourcePolicy(
+        mode="only_domains",
+        domains=["10.0.0.5", "[fd00::1]", "[FD00:0::1]:8443", "fd00::2", "wiki.example.org:8080"],
+        excluded_domains=["10.0.0.9:8080"],
+    )
+    assert policy.domains == [
+        "10.0.0.5",
+        "[fd00::1]",
+        "[fd00::1]:8443",
+        "[fd00::2]",
+        "wiki.example.org:8080",
+    ]
+    assert policy.excluded_domains == ["10.0.0.9:8080"]
+
+
+@pytest.mark.parametrize(
+    ("bad", "sentence"),
+    [
+        (
+            "[fd00::1",
+            "“[fd00::1” has an opening bracket but no closing one; write an IPv6 address like",
+        ),
+        ("fd00::1]", "“fd00::1]” has a closing bracket but no opening one"),
+        ("[fd00::zz]", "“[fd00::zz]” is not a valid IPv6 address."),
+        ("[10.0.0.5]", "IPv4 addresses are written without brackets, like 10.0.0.5."),
+        ("[fd00::1]:x", "“[fd00::1]:x” has a port that is not a number"),
+        ("[fd00::1]8443", "has a port that is not a number; write the port after a colon"),
+        ("[fd00::1]:70000", "“[fd00::1]:70000” has a port outside 1–65535."),
+        ("10.0.0.256", "“10.0.0.256” is not a valid IPv4 address: write four numbers from 0 to"),
+        ("10.0.0", "“10.0.0” looks like an IPv4 address but does not have four numbers"),
+        ("010.0.0.5", "without leading zeros"),
+        ("[fe80::1%eth0]", "has a zone index"),
+    ],
+)
+def test_malformed_address_entries_are_refused_with_a_sentence(bad: str, sentence: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        SourcePolicy(domains=[bad])
+    assert sentence in str(caught.value)
 
 
 def test_only_domains_needs_at_least_one_domain() -> None:

@@ -260,7 +260,8 @@ def test_no_hard_limit_is_ever_exceeded(budget: Budget, seed: int, timing: int) 
     assert usage.model_calls == model.reported.model_calls
     assert usage.input_tokens == model.reported.input_tokens
     assert usage.searches == len(web.queries)
-    assert usage.fetched_sources == len(web.fetches)
+    # Refusals (blocked, unsupported) read nothing and cost no fetch; every other fetch does.
+    assert usage.fetched_sources == len(web.fetches) - len(web.refused)
     # Time: no research step and no decision starts once research time is used up.
     research_starts = [
         moment

@@ -93,9 +93,12 @@ def test_research_rules_compose_into_a_cited_report() -> None:
     assert verdict.accepted
     ledger.reserve(verdict.dedupe_key, Usage(searches=1))
     step = store.begin_step(RUN, kind="search", dedupe_key=verdict.dedupe_key)
-    sources = store.record_candidates(
-        RUN, step_id=step.id, candidates=web.discover("france gdp growth 2023", policy=policy)
-    )
+    results = web.discover("france gdp growth 2023", policy=policy)
+    usable = [c for c in results if web.screen(c.url, policy=policy) is None]
+    assert [web.screen(c.url, policy=policy) for c in results if c not in usable] == [
+        "excluded domain"
+    ]
+    sources = store.record_candidates(RUN, step_id=step.id, candidates=usable)
     ledger.settle(verdict.dedupe_key, Usage(searches=1))
     assert len(sources) == 3
 

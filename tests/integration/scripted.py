@@ -7,13 +7,16 @@ backend the actor builds for a :class:`ScriptedModelClient`.
 ``LabWeb`` is a second small loopback server for the cases the frozen corpus cannot reach
 through its own search: a SearXNG-compatible ``/search`` that puts scripted results (slow,
 huge, redirecting or hostile pages) ahead of the corpus results, and a few pages of its own.
-It records every request, so tests can show what was and was not fetched.
+It records every request, so tests can show what was and was not fetched. With
+``serve_lab_web(web, host="::1")`` it listens on the IPv6 loopback instead, for pages at a
+literal ``[::1]:PORT`` address.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -73,7 +76,16 @@ class LabWeb:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return self.literal_url("")
+
+    @property
+    def literal_host(self) -> str:
+        """The address this server listens on, as a URL writes it (IPv6 in brackets)."""
+        return f"[{self.host}]" if ":" in self.host else self.host
+
+    def literal_url(self, path: str) -> str:
+        """A page of this server at its literal address, e.g. ``http://[::1]:PORT/path``."""
+        return f"http://{self.literal_host}:{self.port}{path}"
 
     def url(self, path: str, host: str) -> str:
         """A page of this server under a ``.test`` name (resolved to 127.0.0.1)."""
@@ -164,11 +176,26 @@ class _LabHandler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
 
+class _LabServerV6(_LabServer):
+    address_family = socket.AF_INET6
+
+
+def ipv6_loopback_unavailable() -> str | None:
+    """Why a server cannot listen on ``::1`` here, or None when it can."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError as error:
+        return f"this machine cannot listen on the IPv6 loopback address ::1 ({error})"
+    return None
+
+
 @contextlib.contextmanager
-def serve_lab_web(web: FrozenWeb) -> Iterator[LabWeb]:
-    """Start a lab web beside ``web`` on an ephemeral loopback port."""
-    server = _LabServer(("127.0.0.1", 0), _LabHandler)
-    server.lab = LabWeb(web=web, port=server.server_address[1])
+def serve_lab_web(web: FrozenWeb, *, host: str = "127.0.0.1") -> Iterator[LabWeb]:
+    """Start a lab web beside ``web`` on an ephemeral loopback port (``host="::1"`` for IPv6)."""
+    server_class = _LabServerV6 if ":" in host else _LabServer
+    server = server_class((host, 0), _LabHandler)
+    server.lab = LabWeb(web=web, port=server.server_address[1], host=host)
     thread = threading.Thread(target=server.serve_forever, name="lab-web", daemon=True)
     thread.start()
     try:

@@ -123,6 +123,22 @@ def test_retried_search_never_duplicates_sources(store, run):
     assert ResearchStep.objects.get(pk=step.id).status == "succeeded"
 
 
+def test_search_output_is_stored_with_the_step_and_read_back(store, run):
+    step = store.begin_step(str(run.pk), kind="search", dedupe_key="search:q")
+    output = {"results": 3, "kept": 1, "dropped": {"private address not allowed": 2}}
+    store.record_candidates(
+        str(run.pk),
+        step_id=step.id,
+        candidates=candidates("https://ok.example.org/"),
+        summary="3 results; 2 dropped: private address not allowed",
+        output=output,
+    )
+    assert ResearchStep.objects.get(pk=step.id).output == output
+    (listed,) = store.list_steps(str(run.pk))
+    assert listed.output == output
+    assert listed.summary == "3 results; 2 dropped: private address not allowed"
+
+
 def test_non_web_candidates_are_skipped(store, run):
     step = store.begin_step(str(run.pk), kind="search", dedupe_key="search:q")
     recorded = store.record_candidates(

@@ -191,3 +191,42 @@ def test_unexpected_provider_bug_becomes_an_acquisition_error(web: FrozenWeb) ->
     with pytest.raises(AcquisitionError, match="unexpectedly") as failure:
         source.discover("anything", policy=FULL_WEB)
     assert failure.value.kind == "failed"
+
+
+@pytest.mark.parametrize(
+    ("url", "drop"),
+    [
+        ("http://10.0.0.5/wiki", "private address not allowed"),
+        ("http://127.0.0.1:8000/", "private address not allowed"),
+        ("http://[::1]:8000/", "private address not allowed"),
+        ("http://[fd00::1]:8443/x", "private address not allowed"),
+        ("http://169.254.169.254/latest/meta-data/", "cloud metadata address"),
+        ("http://metadata.google.internal/", "cloud metadata address"),
+        ("http://intranet.local/", "local host name not allowed"),
+        ("http://example.org:22/", "non-web port"),
+        ("ftp://example.org/file", "not a web address"),
+        ("http://user:secret@example.org/", "not a web address"),
+        ("https://example.org/page", None),
+    ],
+)
+def test_screen_names_why_a_result_would_not_be_fetched(
+    web: FrozenWeb, url: str, drop: str | None
+) -> None:
+    assert adapter(web).screen(url, policy=FULL_WEB) == drop
+
+
+def test_screen_keeps_what_the_allow_list_names_and_applies_the_policy(web: FrozenWeb) -> None:
+    intranet = adapter(web, allowed_hosts=("10.0.0.5", "[fd00::1]:8443", "127.0.0.1:8765"))
+    policy = SourcePolicy(mode="only_domains", domains=["10.0.0.5", "[fd00::1]:8443"])
+
+    assert intranet.screen("http://10.0.0.5/wiki", policy=policy) is None
+    assert intranet.screen("http://[fd00::1]:8443/x", policy=policy) is None
+    assert intranet.screen("http://127.0.0.1:8765/", policy=policy) == (
+        "outside the allowed domains"
+    )
+    assert intranet.screen("http://[fd00::1]:9000/x", policy=policy) == (
+        "private address not allowed"
+    )
+    # Metadata addresses stay refused even for an allow-listed host.
+    metadata = adapter(web, allowed_hosts=("169.254.169.254",))
+    assert metadata.screen("http://169.254.169.254/", policy=FULL_WEB) == "cloud metadata address"

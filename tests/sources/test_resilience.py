@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from research.sources.errors import SourceError, blocked, failed, unsupported
-from research.sources.resilience import RateLimiter, RetryPolicy, call_with_retries, classify_error
+from research.sources.resilience import (
+    AttemptWindow,
+    RateLimiter,
+    RetryPolicy,
+    call_with_retries,
+    classify_error,
+)
 
 
 class Clock:
@@ -139,3 +145,28 @@ def test_errors_fall_into_four_classes() -> None:
     assert classify_error(failed("x")) == "permanent"
     assert classify_error(blocked("x")) == "blocked"
     assert classify_error(unsupported("x")) == "unsupported"
+
+
+def test_a_retry_that_the_time_left_cannot_cover_is_not_started() -> None:
+    clock = Clock()
+    operation = Flaky(*[failed("The site is down (HTTP 503).", retryable=True)] * 5)
+    window = AttemptWindow(clock=clock, ends_at=4.0, min_attempt_seconds=2.0, limit_seconds=4.0)
+
+    with pytest.raises(SourceError) as raised:
+        call_with_retries(
+            operation,
+            policy=RetryPolicy(base_delay=1.0),
+            sleep=clock.sleep,
+            rng=lambda: 0.5,
+            describe="Fetching",
+            window=window,
+        )
+
+    # The first wait (0.75 s) leaves 3.25 s, enough for an attempt; the second (1.5 s) would
+    # leave 1.75 s, less than the 2 s an attempt needs, so the third attempt never starts.
+    assert operation.calls == 2
+    assert clock.sleeps == [0.75]
+    assert str(raised.value).endswith(
+        "Fetching stopped after 2 attempts: the 4-second limit leaves no time for another."
+    )
+    assert raised.value.retryable is True

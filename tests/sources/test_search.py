@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from research.engine.contracts import SourcePolicy
+from research.engine.urls import evaluate_domain_policy
 from research.sources.errors import SourceError, failed
 from research.sources.providers import (
     SearchHit,
@@ -177,12 +178,18 @@ def test_only_domains_drops_everything_else_and_searches_each_site_first() -> No
 
 def test_only_domains_falls_back_to_an_unrestricted_query_when_sites_find_nothing() -> None:
     # The scripted site filter only matches "//gov.example", so the site query finds nothing.
-    a = ScriptedProvider("alpha", ["https://sub.gov.example/a", "https://blog.example/c"])
+    a = ScriptedProvider("alpha", ["https://blog.example/c", "https://sub.gov.example/a"])
     policy = SourcePolicy(mode="only_domains", domains=["gov.example"])
 
     candidates = service({"alpha": a}, ["alpha"]).discover("q", policy=policy)
 
-    assert [c.url for c in candidates] == ["https://sub.gov.example/a"]
+    # The refused result is not hidden: it ranks after every allowed one, for the engine to
+    # drop and count.
+    assert [c.url for c in candidates] == ["https://sub.gov.example/a", "https://blog.example/c"]
+    assert [evaluate_domain_policy(c.url, policy).refusal for c in candidates] == [
+        None,
+        "outside the allowed domains",
+    ]
     assert [r.site for r in a.requests] == ["gov.example", None]
 
 
@@ -201,17 +208,21 @@ def test_prefer_domains_runs_the_site_search_first_and_ranks_preferred_first(
     assert "site" not in queries[1]
 
 
-def test_excluded_domains_never_appear(web: FrozenWeb) -> None:
+def test_excluded_domains_rank_after_every_allowed_result(web: FrozenWeb) -> None:
     policy = SourcePolicy(excluded_domains=["harwick-courier.test", "metro-digest.test"])
 
     candidates = frozen_service(web, ["searxng", "brave"]).discover(
         "Line 3 ridership", policy=policy
     )
 
-    assert candidates
-    assert not any(
-        "harwick-courier.test" in c.url or "metro-digest.test" in c.url for c in candidates
-    )
+    excluded = ["harwick-courier.test" in c.url or "metro-digest.test" in c.url for c in candidates]
+    assert any(excluded) and not all(excluded)
+    assert excluded == sorted(excluded)  # every allowed result first
+    assert {
+        evaluate_domain_policy(c.url, policy).refusal
+        for c, out in zip(candidates, excluded, strict=True)
+        if out
+    } == {"excluded domain"}
 
 
 def test_site_search_is_skipped_for_providers_that_cannot_restrict() -> None:

@@ -57,6 +57,19 @@ def test_creating_research_stores_policy_template_and_sharing(owner, team, clien
     assert run.team == team and run.visibility == "link" and run.share_token
 
 
+def test_domain_controls_accept_ip_addresses_and_bracketed_ipv6(owner, client_for):
+    response = _post(
+        client_for(owner),
+        source_mode="only_domains",
+        domains="10.0.0.5, [fd00::1]\n[fd00::1]:8443",
+        excluded_domains="[FD00::9]:8080",
+    )
+    assert response.status_code == 302
+    run = ResearchRun.objects.get()
+    assert run.source_policy["domains"] == ["10.0.0.5", "[fd00::1]", "[fd00::1]:8443"]
+    assert run.source_policy["excluded_domains"] == ["[fd00::9]:8080"]
+
+
 def test_the_same_submission_twice_makes_one_run(owner, client_for):
     client = client_for(owner)
     _post(client, client_request_id="abc123")
@@ -81,7 +94,18 @@ def test_the_same_submission_twice_makes_one_run(owner, client_for):
             "is not a domain name; write bare names like example.org",
         ),
         ({"source_mode": "only_domains"}, "List at least one domain for this source setting."),
-        ({"excluded_domains": "10.0.0.1"}, "“10.0.0.1” is not a domain name"),
+        (
+            {"excluded_domains": "10.0.0.256"},
+            "“10.0.0.256” is not a valid IPv4 address: write four numbers from 0 to 255",
+        ),
+        (
+            {"domains": "[fd00::1]:99999", "source_mode": "only_domains"},
+            "“[fd00::1]:99999” has a port outside 1–65535.",
+        ),
+        (
+            {"domains": "[fd00::1", "source_mode": "only_domains"},
+            "“[fd00::1” has an opening bracket but no closing one; write an IPv6 address like [fd00::1]",
+        ),
         ({"visibility": "team"}, "Choose the team to share this research with."),
         ({"team": "999999"}, "That team does not exist or you cannot start research for it"),
         ({"depth": "bottomless"}, "Choose quick, standard or thorough."),

@@ -284,6 +284,26 @@ def test_a_malformed_domain_in_plan_review_is_refused_and_changes_nothing(run, c
     assert (run.plan_version, run.source_policy) == before
 
 
+def test_plan_review_keeps_ip_addresses_and_explains_a_malformed_one(run, client_for):
+    client = client_for(run.owner)
+    response = client.post(
+        plan_url(run),
+        form_data(run, source_mode="prefer_domains", domains="10.0.0.5 [fd00::1]:8443 [fd00::zz]"),
+    )
+    assert response.status_code == 422
+    assert "“[fd00::zz]” is not a valid IPv6 address." in response.content.decode()
+    run.refresh_from_db()
+    assert run.plan_version == 1
+
+    response = client.post(
+        plan_url(run),
+        form_data(run, source_mode="prefer_domains", domains="10.0.0.5 [fd00::1]:8443"),
+    )
+    assert response.status_code in (200, 302)
+    run.refresh_from_db()
+    assert run.source_policy["domains"] == ["10.0.0.5", "[fd00::1]:8443"]
+
+
 def test_only_domains_without_domains_is_refused(run, client_for):
     response = client_for(run.owner).post(plan_url(run), form_data(run, source_mode="only_domains"))
     assert "at least one domain" in response.content.decode()
