@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
@@ -11,7 +15,23 @@ from django.views.decorators.http import require_POST
 
 from accounts import services
 from accounts.forms import InvitationForm, RoleForm, SignupForm, TeamForm
-from accounts.models import Invitation, Membership, Team
+from accounts.models import Invitation, Membership, Team, User
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login, telling a first-time visitor of the embedded default that a demo
+    account exists and where its password was shown (never the password itself)."""
+
+    template_name = "accounts/login.html"
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        demo = settings.DEMO_USERNAME
+        if settings.EMBEDDED_MODE and User.objects.filter(username=demo, is_active=True).exists():
+            context["demo_username"] = demo
+            context["demo_password_from_env"] = bool(settings.DEMO_PASSWORD)
+        return context
 
 
 def _get_team_for_member(request: HttpRequest, slug: str, *, owner: bool = False) -> Team:

@@ -6,6 +6,8 @@ embedded default: a SQLite file, an in-process worker and no external services.
 
 from __future__ import annotations
 
+import os
+import re
 import secrets
 from pathlib import Path
 
@@ -21,7 +23,14 @@ from config.env import (
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DATA_DIR") or BASE_DIR / "var").resolve()
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+if DATA_DIR.exists() and not DATA_DIR.is_dir():
+    raise ConfigError(f"DATA_DIR {DATA_DIR} is a file; it must name a directory.")
+try:
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+except OSError as _exc:
+    raise ConfigError(f"DATA_DIR {DATA_DIR} cannot be created ({_exc.strerror or _exc}).") from None
+if not os.access(DATA_DIR, os.W_OK | os.X_OK):
+    raise ConfigError(f"DATA_DIR {DATA_DIR} is not writable by this process.")
 
 
 def _secret_key() -> str:
@@ -42,6 +51,11 @@ def _secret_key() -> str:
 SECRET_KEY = _secret_key()
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+if not ALLOWED_HOSTS and not DEBUG:
+    raise ConfigError(
+        "ALLOWED_HOSTS is set but empty, so every request would be refused; list the host "
+        "names the app answers to, like research.example.org,localhost."
+    )
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 for _origin in CSRF_TRUSTED_ORIGINS:
     if not _origin.startswith(("http://", "https://")):
@@ -70,6 +84,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "config.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before the session and every view: a NUL must not reach the database (see the class).
+    "config.middleware.RefuseNulCharactersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -148,6 +164,9 @@ WHITENOISE_USE_FINDERS = True
 # Redis carries background jobs and live-progress messages when configured;
 # without it both stay inside the server process.
 REDIS = redis_url(env_str("REDIS_URL"))
+# The zero-setup default (no DATABASE_URL, no REDIS_URL): one machine, SQLite, worker threads
+# inside the server. Only then does the login page mention the demo account.
+EMBEDDED_MODE = REDIS is None and not env_str("DATABASE_URL")
 EMBEDDED_WORKER = REDIS is None and env_bool("EMBEDDED_WORKER", True)
 EMBEDDED_WORKER_THREADS = env_int("EMBEDDED_WORKER_THREADS", 2, minimum=1)
 
@@ -158,6 +177,7 @@ _DRAMATIQ_MIDDLEWARE = [
     "dramatiq.middleware.Retries",
     "django_dramatiq.middleware.DbConnectionsMiddleware",
     "research.reaper.ReaperMiddleware",
+    "research.broker_watchdog.BrokerWatchdog",
 ]
 # Explicit Redis socket timeouts. redis-py 8 defaults to 5 s, the same as channels-redis'
 # blocking read (BZPOPMIN with a 5-s timeout), so a quiet WebSocket's read timed out and the
@@ -220,6 +240,11 @@ if RESEARCH_MAX_DEPTH not in ("quick", "standard", "thorough"):
     )
 RESEARCH_MAX_ACTIVE_RUNS_PER_USER = env_int("RESEARCH_MAX_ACTIVE_RUNS_PER_USER", 2, minimum=1)
 RESEARCH_MAX_ACTIVE_RUNS = env_int("RESEARCH_MAX_ACTIVE_RUNS", 4, minimum=1)
+# Per-user limits on new research: each run costs at least one planner call. Twenty an hour
+# is more than a person reviews; three plans in drafting at once keeps one person from
+# holding every worker thread with planner calls.
+RESEARCH_MAX_RUNS_PER_USER_PER_HOUR = env_int("RESEARCH_MAX_RUNS_PER_USER_PER_HOUR", 20, minimum=1)
+RESEARCH_MAX_PLANNING_RUNS_PER_USER = env_int("RESEARCH_MAX_PLANNING_RUNS_PER_USER", 3, minimum=1)
 RESEARCH_LEASE_SECONDS = env_int("RESEARCH_LEASE_SECONDS", 90, minimum=10)
 RESEARCH_REAPER_INTERVAL_SECONDS = env_int("RESEARCH_REAPER_INTERVAL_SECONDS", 30, minimum=1)
 # Worker attempts in a row that may end in an unexpected error before the run is failed
@@ -303,14 +328,37 @@ if LLM_OUTPUT_MODE not in ("", "auto", "json_schema", "json_object", "prompt"):
     )
 
 DEMO_USERNAME = env_str("DEMO_USERNAME", "demo")
+# The characters and length Django's own username validator accepts.
+if not re.fullmatch(r"[\w.@+-]{1,150}", DEMO_USERNAME):
+    raise ConfigError(
+        "DEMO_USERNAME may use letters, digits and @ . + - _ only (at most 150), "
+        f"not {DEMO_USERNAME!r}."
+    )
 DEMO_PASSWORD = env_str("DEMO_PASSWORD")
 
+# A rundramatiq worker whose broker stays unreachable this long exits with status 3, so a
+# supervisor restarts it (and its log says why) instead of it retrying silently forever.
+# A minute rides out a Redis restart or failover; see docs/deployment.md.
+WORKER_BROKER_UNREACHABLE_SECONDS = env_int("WORKER_BROKER_UNREACHABLE_SECONDS", 60, minimum=1)
+
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
+if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    raise ConfigError(
+        f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, not {env_str('LOG_LEVEL')!r}."
+    )
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
-    # bm25s turns its own logger to DEBUG on import; one line per extraction is noise.
-    "loggers": {"bm25s": {"level": "WARNING"}},
+    # Chatty libraries speak only at WARNING and above unless LOG_LEVEL is DEBUG (see
+    # config.logs: some set their own logger levels, so a handler filter is what holds).
+    "filters": {"quiet_libraries": {"()": "config.logs.QuietLibraries"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": [] if LOG_LEVEL == "DEBUG" else ["quiet_libraries"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }

@@ -1,6 +1,8 @@
 """Who may see and do what with a research run — the one place that decides.
 
 Rules:
+* Anyone signed in may start research of their own; a run for a team (shared with it) may be
+  started only by the team's owners and editors (``teams_for_new_runs``).
 * The owner of a run may view, edit and control it.
 * A run shared with a team (visibility ``team`` or ``link``) may be viewed by every
   member of that team; editors and owners of the team may also edit its plan and
@@ -20,11 +22,25 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from accounts.models import Membership, User
+from accounts.models import Membership, Team, User
 from research.models import ResearchRun
 
 Need = Literal["view", "edit", "control"]
 _SHARED = (ResearchRun.Visibility.TEAM, ResearchRun.Visibility.LINK)
+_MAY_EDIT = (Membership.Role.OWNER, Membership.Role.EDITOR)
+
+
+def teams_for_new_runs(user: User | AnonymousUser) -> QuerySet[Team]:
+    """Teams ``user`` may create research for (or share their research with): those where
+    they are an owner or an editor. Viewers read a team's research; they do not add to it."""
+    if not user.is_authenticated or not user.is_active:
+        return Team.objects.none()
+    return Team.objects.filter(memberships__user_id=user.pk, memberships__role__in=_MAY_EDIT)
+
+
+def can_create_team_run(user: User | AnonymousUser, team: Team) -> bool:
+    """Whether ``user`` may create a run for ``team`` (see ``teams_for_new_runs``)."""
+    return teams_for_new_runs(user).filter(pk=team.pk).exists()
 
 
 def _team_role(user: User | AnonymousUser, run: ResearchRun) -> str | None:
@@ -62,10 +78,7 @@ def can_edit_run(user: User | AnonymousUser, run: ResearchRun) -> bool:
     """May change the plan, its sharing and its budget."""
     if _is_owner(user, run):
         return True
-    return user.is_active and _team_role(user, run) in (
-        Membership.Role.OWNER,
-        Membership.Role.EDITOR,
-    )
+    return user.is_active and _team_role(user, run) in _MAY_EDIT
 
 
 def can_control_run(user: User | AnonymousUser, run: ResearchRun) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import redis.exceptions
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from pydantic import BaseModel
@@ -56,6 +57,13 @@ class ChannelLayerEvents:
                 future.result(timeout=5)
             else:
                 async_to_sync(self.layer.group_send)(group, message)
+        except (OSError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            # Redis is down: one line per event, not a traceback; runs go on without it.
+            logger.warning(
+                "Could not publish a progress event for run %s: %s",
+                payload.get("run_id"),
+                exc,
+            )
         except Exception:  # progress display must never break research
             logger.warning(
                 "Could not publish a progress event for run %s.",

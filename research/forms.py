@@ -16,18 +16,41 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.forms import formset_factory
 
-from accounts.models import Membership, Team, User
-from research.engine.contracts import SOURCE_CLASSES, ResearchPlan, normalize_domain
+from accounts.models import Team, User
+from research.access import teams_for_new_runs
+from research.engine.contracts import (
+    PLAN_ITEM_MAX_CHARS,
+    PLAN_LIST_MAX_ITEMS,
+    PLAN_NOTE_MAX_CHARS,
+    PLAN_OBJECTIVE_MAX_CHARS,
+    PLAN_QUESTION_MAX_CHARS,
+    PLAN_QUESTIONS_MAX,
+    SOURCE_CLASSES,
+    ResearchPlan,
+    normalize_domain,
+    partial_date_bounds,
+)
 from research.engine.guards import budget_for
 from research.engine.outcomes import OUTCOME_FILTERS, OutcomeFilter
 from research.engine.urls import InvalidPolicyEntry
 from research.models import ResearchRun
 from research.report_templates import REPORT_TEMPLATES
-from research.services import INSTRUCTION_MAX_CHARS, QUESTION_MAX_CHARS
+from research.services import CLIENT_REQUEST_ID_MAX_CHARS, INSTRUCTION_MAX_CHARS, QUESTION_MAX_CHARS
 
 DEPTH_ORDER = list(ResearchRun.Depth.values)
 MAX_DOMAINS = 50
-MAX_PLAN_QUESTIONS = 30
+MAX_PLAN_QUESTIONS = PLAN_QUESTIONS_MAX
+# A domain name has at most 253 characters; one separator follows each.
+DOMAINS_MAX_CHARS = MAX_DOMAINS * 254
+# A list field of the plan is a textarea with one entry a line (each line ends in a break).
+PLAN_LIST_MAX_CHARS = PLAN_LIST_MAX_ITEMS * (PLAN_ITEM_MAX_CHARS + 1)
+# "2024-03-15", the longest form of a date the timeframe accepts.
+DATE_MAX_CHARS = 10
+
+
+def too_long(what: str, limit: int) -> str:
+    """The message for text over its limit (Django's default does not say which field)."""
+    return f"{what} is too long; keep it under {limit:,} characters."
 
 
 def depth_allowed(depth: str) -> bool:
@@ -53,11 +76,8 @@ def depth_options() -> list[dict[str, Any]]:
 
 
 def editable_teams(user: User) -> QuerySet[Team]:
-    """Teams the user may start research for: those where they are an owner or an editor."""
-    return Team.objects.filter(
-        memberships__user=user,
-        memberships__role__in=[Membership.Role.OWNER, Membership.Role.EDITOR],
-    ).order_by("name")
+    """Teams the user may start research for (the rule is ``access.teams_for_new_runs``)."""
+    return teams_for_new_runs(user).order_by("name")
 
 
 def split_lines(text: str) -> list[str]:
@@ -140,8 +160,16 @@ class ComposerForm(forms.Form):
         widget=forms.RadioSelect,
         error_messages={"invalid_choice": "Choose which sources the research may use."},
     )
-    domains = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    excluded_domains = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    domains = forms.CharField(
+        required=False,
+        max_length=DOMAINS_MAX_CHARS,
+        error_messages={"max_length": too_long("The list of domains", DOMAINS_MAX_CHARS)},
+    )
+    excluded_domains = forms.CharField(
+        required=False,
+        max_length=DOMAINS_MAX_CHARS,
+        error_messages={"max_length": too_long("The list of excluded domains", DOMAINS_MAX_CHARS)},
+    )
     team = TeamChoiceField(
         queryset=Team.objects.none(),
         required=False,
@@ -156,7 +184,17 @@ class ComposerForm(forms.Form):
         initial=ResearchRun.Visibility.PRIVATE,
         error_messages={"invalid_choice": "Choose who may see this research."},
     )
-    client_request_id = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
+    # Hidden: the page makes it. Too long means a tampered or broken page, so the message
+    # says what to do rather than naming a field the person never saw.
+    client_request_id = forms.CharField(
+        required=False,
+        max_length=CLIENT_REQUEST_ID_MAX_CHARS,
+        widget=forms.HiddenInput,
+        error_messages={
+            "max_length": "This form's request id is not one this page made; reload the page "
+            "and submit your question again."
+        },
+    )
 
     def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -211,6 +249,33 @@ class ComposerForm(forms.Form):
 # --------------------------------------------------------------------------------------------
 
 
+class PlanListField(forms.CharField):
+    """A textarea holding one entry of a plan list a line: at most ``PLAN_LIST_MAX_ITEMS``
+    entries of at most ``PLAN_ITEM_MAX_CHARS`` characters; cleans to the list of lines."""
+
+    def __init__(self, what: str, **kwargs: Any) -> None:
+        self.what = what
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("max_length", PLAN_LIST_MAX_CHARS)
+        kwargs.setdefault(
+            "error_messages", {"max_length": too_long(f"The list of {what}", PLAN_LIST_MAX_CHARS)}
+        )
+        super().__init__(**kwargs)
+
+    def clean(self, value: Any) -> list[str]:
+        lines = split_lines(super().clean(value))
+        if len(lines) > PLAN_LIST_MAX_ITEMS:
+            raise forms.ValidationError(
+                f"List at most {PLAN_LIST_MAX_ITEMS} {self.what}, one a line "
+                f"(there are {len(lines):,})."
+            )
+        if any(len(line) > PLAN_ITEM_MAX_CHARS for line in lines):
+            raise forms.ValidationError(
+                f"Keep each line of the {self.what} under {PLAN_ITEM_MAX_CHARS} characters."
+            )
+        return lines
+
+
 class PlanForm(forms.Form):
     """The plan's own fields; its questions are a formset of :class:`QuestionForm`."""
 
@@ -218,19 +283,37 @@ class PlanForm(forms.Form):
     # The plan the editor started from, so a refused stale edit can say what changed since.
     base_plan = forms.CharField(widget=forms.HiddenInput, required=False)
     objective = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3}),
-        max_length=4000,
-        error_messages={"required": "The plan needs an objective."},
+        max_length=PLAN_OBJECTIVE_MAX_CHARS,
+        error_messages={
+            "required": "The plan needs an objective.",
+            "max_length": too_long("The objective", PLAN_OBJECTIVE_MAX_CHARS),
+        },
     )
-    audience = forms.CharField(required=False, max_length=500)
-    assumptions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
-    included_topics = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    excluded_topics = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    geographies = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 1}))
-    timeframe_start = forms.CharField(required=False, max_length=20)
-    timeframe_end = forms.CharField(required=False, max_length=20)
-    sections = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
-    decision_or_outcome = forms.CharField(required=False, max_length=1000)
+    audience = forms.CharField(
+        required=False,
+        max_length=PLAN_ITEM_MAX_CHARS,
+        error_messages={"max_length": too_long("The audience", PLAN_ITEM_MAX_CHARS)},
+    )
+    assumptions = PlanListField("assumptions")
+    included_topics = PlanListField("topics in scope")
+    excluded_topics = PlanListField("exclusions")
+    geographies = PlanListField("geographies")
+    timeframe_start = forms.CharField(
+        required=False,
+        max_length=DATE_MAX_CHARS,
+        error_messages={"max_length": "Write a year (2024), a month (2024-03) or a date."},
+    )
+    timeframe_end = forms.CharField(
+        required=False,
+        max_length=DATE_MAX_CHARS,
+        error_messages={"max_length": "Write a year (2024), a month (2024-03) or a date."},
+    )
+    sections = PlanListField("report sections")
+    decision_or_outcome = forms.CharField(
+        required=False,
+        max_length=PLAN_NOTE_MAX_CHARS,
+        error_messages={"max_length": too_long("The decision or outcome", PLAN_NOTE_MAX_CHARS)},
+    )
     contradictions_allowed = forms.BooleanField(required=False)
     # The run's source controls, editable until the plan is approved.
     source_mode = forms.ChoiceField(
@@ -238,20 +321,16 @@ class PlanForm(forms.Form):
         required=False,
         error_messages={"invalid_choice": "Choose which sources the research may use."},
     )
-    domains = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    excluded_domains = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-
-    _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
-
-    def _lines(self, name: str) -> list[str]:
-        lines = split_lines(self.cleaned_data.get(name, ""))
-        too_long = [line for line in lines if len(line) > 500]
-        if too_long:
-            raise forms.ValidationError("Keep each line under 500 characters.")
-        return lines
-
-    def clean_assumptions(self) -> list[str]:
-        return self._lines("assumptions")
+    domains = forms.CharField(
+        required=False,
+        max_length=DOMAINS_MAX_CHARS,
+        error_messages={"max_length": too_long("The list of domains", DOMAINS_MAX_CHARS)},
+    )
+    excluded_domains = forms.CharField(
+        required=False,
+        max_length=DOMAINS_MAX_CHARS,
+        error_messages={"max_length": too_long("The list of excluded domains", DOMAINS_MAX_CHARS)},
+    )
 
     def clean_domains(self) -> list[str]:
         return parse_domains(self.cleaned_data["domains"])
@@ -272,22 +351,13 @@ class PlanForm(forms.Form):
             "excluded_domains": self.cleaned_data["excluded_domains"],
         }
 
-    def clean_included_topics(self) -> list[str]:
-        return self._lines("included_topics")
-
-    def clean_excluded_topics(self) -> list[str]:
-        return self._lines("excluded_topics")
-
-    def clean_geographies(self) -> list[str]:
-        return self._lines("geographies")
-
-    def clean_sections(self) -> list[str]:
-        return self._lines("sections")
-
     def _date(self, name: str) -> str:
         value = self.cleaned_data.get(name, "").strip()
-        if value and not self._DATE.match(value):
-            raise forms.ValidationError("Write a year (2024), a month (2024-03) or a date.")
+        if value:
+            try:
+                partial_date_bounds(value)
+            except ValueError as exc:
+                raise forms.ValidationError(f"{exc}.") from None
         return value
 
     def clean_timeframe_start(self) -> str:
@@ -296,11 +366,22 @@ class PlanForm(forms.Form):
     def clean_timeframe_end(self) -> str:
         return self._date("timeframe_end")
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        start, end = data.get("timeframe_start"), data.get("timeframe_end")
+        if start and end and partial_date_bounds(start)[0] > partial_date_bounds(end)[1]:
+            self.add_error(
+                "timeframe_end", f"The timeframe ends ({end}) before it starts ({start})."
+            )
+        return data
+
     def clean_base_plan(self) -> dict[str, Any] | None:
+        """The plan the editor started from, or None when what came back is not a JSON
+        object (the conflict view then compares with the edited plan instead)."""
         raw = self.cleaned_data.get("base_plan") or ""
         try:
             value = json.loads(raw) if raw else None
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         return value if isinstance(value, dict) else None
 
@@ -310,13 +391,22 @@ class QuestionForm(forms.Form):
 
     id = forms.CharField(widget=forms.HiddenInput, required=False, max_length=64)
     text = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 2}),
-        max_length=1000,
-        error_messages={"required": "Write the sub-question, or remove it."},
+        max_length=PLAN_QUESTION_MAX_CHARS,
+        error_messages={
+            "required": "Write the sub-question, or remove it.",
+            "max_length": too_long("The sub-question", PLAN_QUESTION_MAX_CHARS),
+        },
     )
     priority = forms.ChoiceField(choices=PRIORITIES, initial="required")
     requires_primary = forms.BooleanField(required=False)
-    rationale = forms.CharField(widget=forms.HiddenInput, required=False)
+    rationale = forms.CharField(
+        widget=forms.HiddenInput,
+        required=False,
+        max_length=PLAN_NOTE_MAX_CHARS,
+        error_messages={
+            "max_length": too_long("The sub-question's rationale", PLAN_NOTE_MAX_CHARS)
+        },
+    )
     preferred_source_classes = forms.CharField(widget=forms.HiddenInput, required=False)
 
     def clean_preferred_source_classes(self) -> list[str]:
@@ -591,44 +681,77 @@ def plans_equal(first: dict[str, Any] | None, second: dict[str, Any] | None) -> 
         return False
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _texts(value: Any) -> list[str]:
+    """The entries of a plan list as text; anything that is not a list has none."""
+    if not isinstance(value, list):
+        return []
+    return [str(item) for item in value if isinstance(item, str | int | float)]
+
+
+def _questions_by_id(value: Any) -> dict[str, dict[str, Any]]:
+    """Sub-questions keyed by id, skipping entries that are not questions with an id."""
+    if not isinstance(value, list):
+        return {}
+    found = {}
+    for question in value:
+        if isinstance(question, dict) and isinstance(question.get("id"), str):
+            found[question["id"]] = {
+                "text": str(question.get("text") or ""),
+                "priority": str(question.get("priority") or ""),
+            }
+    return found
+
+
 def _listed_changes(label: str, before: list[str], after: list[str]) -> list[str]:
     changes = [f"{label} added: “{item}”" for item in after if item not in before]
     changes += [f"{label} removed: “{item}”" for item in before if item not in after]
     return changes
 
 
-def describe_plan_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """What differs between two plans, as sentences for a person (newest is ``after``)."""
+def describe_plan_changes(before: Any, after: Any) -> list[str]:
+    """What differs between two plans, as sentences for a person (newest is ``after``).
+
+    ``before`` comes back from the browser (the plan the editor started from), so any part
+    of it may have any shape; a part that is not what a plan holds counts as empty."""
+    before, after = _mapping(before), _mapping(after)
     changes: list[str] = []
     if before.get("objective") != after.get("objective"):
         changes.append(f"Objective changed to “{after.get('objective', '')}”")
     if (before.get("audience") or "") != (after.get("audience") or ""):
         changes.append(f"Audience changed to “{after.get('audience') or 'not set'}”")
     changes += _listed_changes(
-        "Assumption", before.get("assumptions") or [], after.get("assumptions") or []
+        "Assumption", _texts(before.get("assumptions")), _texts(after.get("assumptions"))
     )
-    old_scope, new_scope = before.get("scope") or {}, after.get("scope") or {}
+    old_scope, new_scope = _mapping(before.get("scope")), _mapping(after.get("scope"))
     for key, label in (
         ("included_topics", "Topic in scope"),
         ("excluded_topics", "Exclusion"),
         ("geographies", "Geography"),
     ):
-        changes += _listed_changes(label, old_scope.get(key) or [], new_scope.get(key) or [])
-    if (old_scope.get("timeframe") or None) != (new_scope.get("timeframe") or None):
-        frame = new_scope.get("timeframe") or {}
+        changes += _listed_changes(label, _texts(old_scope.get(key)), _texts(new_scope.get(key)))
+    old_frame, new_frame = (
+        _mapping(old_scope.get("timeframe")),
+        _mapping(new_scope.get("timeframe")),
+    )
+    if old_frame != new_frame:
         changes.append(
-            f"Timeframe changed to {frame.get('start') or 'open'} – {frame.get('end') or 'open'}"
+            f"Timeframe changed to {new_frame.get('start') or 'open'} – "
+            f"{new_frame.get('end') or 'open'}"
         )
-    old_questions = {q["id"]: q for q in before.get("questions") or []}
-    new_questions = {q["id"]: q for q in after.get("questions") or []}
+    old_questions = _questions_by_id(before.get("questions"))
+    new_questions = _questions_by_id(after.get("questions"))
     for qid, question in new_questions.items():
         previous = old_questions.get(qid)
         if previous is None:
             changes.append(f"Sub-question added: “{question['text']}”")
-        elif previous.get("text") != question.get("text"):
+        elif previous["text"] != question["text"]:
             changes.append(f"Sub-question reworded: “{question['text']}”")
-        elif previous.get("priority") != question.get("priority"):
-            changes.append(f"Sub-question now {question.get('priority')}: “{question['text']}”")
+        elif previous["priority"] != question["priority"]:
+            changes.append(f"Sub-question now {question['priority']}: “{question['text']}”")
     for qid, question in old_questions.items():
         if qid not in new_questions:
             changes.append(f"Sub-question removed: “{question['text']}”")
@@ -637,8 +760,8 @@ def describe_plan_changes(before: dict[str, Any], after: dict[str, Any]) -> list
         changes.append("Sub-questions were reordered")
     changes += _listed_changes(
         "Report section",
-        (before.get("deliverable") or {}).get("requested_sections") or [],
-        (after.get("deliverable") or {}).get("requested_sections") or [],
+        _texts(_mapping(before.get("deliverable")).get("requested_sections")),
+        _texts(_mapping(after.get("deliverable")).get("requested_sections")),
     )
     return changes
 
@@ -669,14 +792,15 @@ class SharingForm(forms.Form):
         queryset=Team.objects.none(),
         required=False,
         empty_label="No team",
-        error_messages={"invalid_choice": "Choose a team the run's owner belongs to."},
+        error_messages={
+            "invalid_choice": "Choose a team the run's owner is an owner or editor of."
+        },
     )
 
     def __init__(self, *args: Any, run: ResearchRun, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["team"].queryset = Team.objects.filter(
-            memberships__user_id=run.owner_id
-        ).order_by("name")
+        # The same rule as for new runs: the owner must be an owner or editor of the team.
+        self.fields["team"].queryset = teams_for_new_runs(run.owner).order_by("name")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -700,7 +824,13 @@ def outcome_query(choice: OutcomeFilter) -> Q:
 
 
 class DashboardFilterForm(forms.Form):
-    q = forms.CharField(required=False, max_length=200)
+    q = forms.CharField(
+        required=False,
+        max_length=200,
+        error_messages={
+            "max_length": "Search with at most 200 characters; this search was not applied."
+        },
+    )
     status = forms.ChoiceField(
         required=False,
         choices=[("", "Any status")] + [(k, c.label) for k, c in OUTCOME_CHOICES.items()],

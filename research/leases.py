@@ -146,17 +146,23 @@ class Heartbeat:
 
 def stale_runs() -> list[str]:
     """Runs a worker should be doing but nobody holds: their lease expired, or a queued or
-    just-created run whose message was lost (the embedded broker keeps messages in memory)."""
+    just-created run, or a refinement nobody took up, whose message was lost (the embedded
+    broker keeps messages in memory; a Redis broker may have been unreachable when it was
+    sent)."""
     now = timezone.now()
     quiet_for = now - timedelta(seconds=settings.RESEARCH_LEASE_SECONDS)
+    unheld = Q(lease_owner="") | Q(lease_expires_at__lte=now)
     working = (RunStatus.PLANNING, RunStatus.RESEARCHING, RunStatus.SYNTHESIZING)
-    expired = Q(status__in=working) & (Q(lease_owner="") | Q(lease_expires_at__lte=now))
+    expired = Q(status__in=working) & unheld
     forgotten = (
-        Q(status__in=(RunStatus.CREATED, RunStatus.QUEUED))
-        & (Q(lease_owner="") | Q(lease_expires_at__lte=now))
+        Q(status__in=(RunStatus.CREATED, RunStatus.QUEUED)) & unheld & Q(updated_at__lte=quiet_for)
+    )
+    # A refinement leaves the run paused or awaiting approval until a worker revises the plan.
+    refinement = (
+        Q(status__in=(RunStatus.PAUSED, RunStatus.AWAITING_APPROVAL))
+        & ~Q(refinement_instruction="")
+        & unheld
         & Q(updated_at__lte=quiet_for)
     )
-    return [
-        str(pk)
-        for pk in ResearchRun.objects.filter(expired | forgotten).values_list("pk", flat=True)
-    ]
+    found = ResearchRun.objects.filter(expired | forgotten | refinement)
+    return [str(pk) for pk in found.values_list("pk", flat=True)]

@@ -8,11 +8,15 @@ of overwriting. Work is handed to the background only after commit.
 
 from __future__ import annotations
 
+import logging
 import math
 import secrets
 import uuid
+from datetime import timedelta
 from typing import Any
 
+import dramatiq.errors
+import redis.exceptions
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
@@ -20,6 +24,7 @@ from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
 from accounts.models import Membership, Team, User
+from research.access import can_create_team_run
 from research.engine.contracts import Budget, ResearchPlan, SourcePolicy
 from research.engine.guards import budget_for
 from research.engine.outcomes import outcome_controls, run_outcome
@@ -34,14 +39,46 @@ from research.engine.states import (
 )
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
 
+logger = logging.getLogger(__name__)
+
 # Statuses whose stop reason is kept: how the run ended.
 _ENDED = (RunStatus.COMPLETED, RunStatus.BUDGET_EXHAUSTED, RunStatus.FAILED)
 QUESTION_MAX_CHARS = 4000
 INSTRUCTION_MAX_CHARS = 2000
+# The column's width (ResearchRun.client_request_id); pages send a 32-character hex id.
+CLIENT_REQUEST_ID_MAX_CHARS = 64
+# Statuses of a run whose plan the planner is drafting (each costs a planner call).
+PLANNING_STATUSES = (RunStatus.CREATED, RunStatus.PLANNING)
+# What a broker client raises when the broker cannot be reached: Dramatiq's own connection
+# errors (RabbitMQ), redis-py's (the Redis broker does not wrap them) and socket errors.
+BROKER_ERRORS = (
+    dramatiq.errors.BrokerConnectionError,
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    OSError,
+)
 
 
 class RunActionError(Exception):
     """A control that cannot be applied now; the message says why, in one sentence."""
+
+
+class QuotaExceeded(RunActionError):
+    """The user reached a per-user limit on new research (HTTP 429); the sentence says which
+    and when it frees up."""
+
+
+class QueueUnavailable(Exception):
+    """The change is saved but the message that starts the work could not be queued: the
+    broker is unreachable. Nothing is lost: the reaper of any worker re-sends runs whose
+    message never arrived once the broker is back (``research.leases.stale_runs``)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(
+            "Saved; the work queue cannot be reached right now, so it will start when the "
+            "queue is back."
+        )
 
 
 class PlanVersionConflict(RunActionError):
@@ -58,13 +95,25 @@ class PlanVersionConflict(RunActionError):
 
 
 def _enqueue_advance(run_id: object) -> None:
+    """Send the run to a worker after commit. When the broker refuses the message,
+    ``QueueUnavailable`` is raised from the commit (the transaction is committed by then), so
+    the caller can say the work starts later instead of failing."""
     transaction.on_commit(lambda: _send_advance(str(run_id)))
 
 
 def _send_advance(run_id: str) -> None:
     from research.actors import advance_run
 
-    advance_run.send(run_id)
+    try:
+        advance_run.send(run_id)
+    except BROKER_ERRORS as exc:
+        logger.warning(
+            "Could not queue run %s (%s: %s); the reaper sends it when the broker is back.",
+            run_id,
+            type(exc).__name__,
+            exc,
+        )
+        raise QueueUnavailable(run_id) from None
 
 
 def _validation_sentence(exc: PydanticValidationError) -> str:
@@ -119,6 +168,31 @@ def _refused(run: ResearchRun, action: str) -> RunActionError:
     return RunActionError(f"A run that is {label} cannot be {action}.")
 
 
+def check_creation_quota(owner: User, *, planning: bool) -> None:
+    """Raise ``QuotaExceeded`` when ``owner`` created ``RESEARCH_MAX_RUNS_PER_USER_PER_HOUR`` runs in
+    the last hour, or (``planning``) has ``RESEARCH_MAX_PLANNING_RUNS_PER_USER`` plans being
+    drafted. Each new run costs at least one planner call, which these limits bound."""
+    hour_ago = timezone.now() - timedelta(hours=1)
+    mine = ResearchRun.objects.filter(owner=owner)
+    recent = mine.filter(created_at__gte=hour_ago)
+    per_hour = settings.RESEARCH_MAX_RUNS_PER_USER_PER_HOUR
+    if recent.count() >= per_hour:
+        oldest = recent.order_by("created_at").values_list("created_at", flat=True).first()
+        wait = oldest + timedelta(hours=1) - timezone.now()
+        minutes = max(1, math.ceil(wait.total_seconds() / 60))
+        raise QuotaExceeded(
+            f"You started {per_hour} research run{'s' if per_hour > 1 else ''} in the last "
+            "hour, the most this server "
+            f"allows; you can start another in about {minutes} minute{'s' if minutes > 1 else ''}."
+        )
+    at_once = settings.RESEARCH_MAX_PLANNING_RUNS_PER_USER
+    if planning and mine.filter(status__in=PLANNING_STATUSES).count() >= at_once:
+        raise QuotaExceeded(
+            f"{at_once} of your research plans are still being drafted, the most this server "
+            "drafts at once for one person; start this one when one of them is ready."
+        )
+
+
 def deployment_budget_cap() -> Budget:
     """The largest budget this deployment allows (a depth preset, ``RESEARCH_MAX_DEPTH``)."""
     return budget_for(settings.RESEARCH_MAX_DEPTH)
@@ -157,17 +231,31 @@ def run_create(
         raise RunActionError(
             f"The source controls are not valid: {_validation_sentence(exc)}."
         ) from None
-    if team is not None and not Membership.objects.filter(team=team, user=owner).exists():
-        raise RunActionError("You can only share research with a team you belong to.")
+    if team is not None and not can_create_team_run(owner, team):
+        if not Membership.objects.filter(team=team, user=owner).exists():
+            raise RunActionError("You can only share research with a team you belong to.")
+        raise RunActionError(
+            "Only the team's owners and editors can start research for it; choose one of "
+            "your teams where you are an editor or owner, or keep the research private."
+        )
     if visibility != ResearchRun.Visibility.PRIVATE and team is None:
         raise RunActionError("Choose a team to share this research with.")
-    if client_request_id:
-        existing = ResearchRun.objects.filter(
-            owner=owner, client_request_id=client_request_id
-        ).first()
-        if existing is not None:
-            return existing  # the same submission twice (double click, retry) is one run
+    if client_request_id and len(client_request_id) > CLIENT_REQUEST_ID_MAX_CHARS:
+        raise RunActionError(
+            "This form's request id is not one this page made; reload the page and submit "
+            "your question again."
+        )
     with transaction.atomic():
+        # One creation per user at a time, so two quick submissions cannot both pass the
+        # quota or both miss each other's request id.
+        User.objects.select_for_update().filter(pk=owner.pk).first()
+        if client_request_id:
+            existing = ResearchRun.objects.filter(
+                owner=owner, client_request_id=client_request_id
+            ).first()
+            if existing is not None:
+                return existing  # the same submission twice (double click, retry) is one run
+        check_creation_quota(owner, planning=True)
         run = ResearchRun.objects.create(
             owner=owner,
             question=question,
@@ -319,6 +407,14 @@ def run_refine(*, run: ResearchRun, instruction: str, user: User) -> ResearchRun
             f"The instruction is too long; keep it under {INSTRUCTION_MAX_CHARS} characters."
         )
     if run.status == RunStatus.COMPLETED:
+        User.objects.select_for_update().filter(pk=user.pk).first()
+        check_creation_quota(user, planning=False)
+        # The follow-up stays with the team only when its new owner may create team runs.
+        shared = (
+            run.visibility != ResearchRun.Visibility.PRIVATE
+            and run.team is not None
+            and can_create_team_run(user, run.team)
+        )
         child = ResearchRun.objects.create(
             owner=user,
             parent_run=run,
@@ -327,10 +423,8 @@ def run_refine(*, run: ResearchRun, instruction: str, user: User) -> ResearchRun
             depth=run.depth,
             source_policy=run.source_policy,
             budget=run.budget,
-            team=run.team if run.visibility != ResearchRun.Visibility.PRIVATE else None,
-            visibility=ResearchRun.Visibility.TEAM
-            if run.visibility != ResearchRun.Visibility.PRIVATE and run.team_id
-            else ResearchRun.Visibility.PRIVATE,
+            team=run.team if shared else None,
+            visibility=ResearchRun.Visibility.TEAM if shared else ResearchRun.Visibility.PRIVATE,
             report_template=run.report_template,
             plan=run.plan,
             plan_version=1,
@@ -490,8 +584,11 @@ def sharing_update(*, run: ResearchRun, visibility: str, team: Team | None) -> R
         )
     if visibility != ResearchRun.Visibility.PRIVATE and team is None:
         raise RunActionError("Choose a team to share this research with.")
-    if team is not None and not Membership.objects.filter(team=team, user_id=run.owner_id).exists():
-        raise RunActionError("The run's owner does not belong to that team.")
+    if team is not None and not can_create_team_run(run.owner, team):
+        raise RunActionError(
+            "The run's owner is not an owner or editor of that team, so it cannot be shared "
+            "with it."
+        )
     token = run.share_token if visibility == ResearchRun.Visibility.LINK else None
     if visibility == ResearchRun.Visibility.LINK and not token:
         token = secrets.token_urlsafe(24)

@@ -74,7 +74,7 @@ from research.forms import (
 )
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
 from research.report_templates import REPORT_TEMPLATES, template_sections
-from research.services import PlanVersionConflict, RunActionError
+from research.services import PlanVersionConflict, QueueUnavailable, QuotaExceeded, RunActionError
 
 RUNS_PER_PAGE = 25
 TIMELINE_LIMIT = 300
@@ -132,6 +132,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
     form = ComposerForm(
         request.POST or None, user=request.user, initial={"client_request_id": uuid.uuid4().hex}
     )
+    status = 200
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -145,6 +146,12 @@ def run_new(request: HttpRequest) -> HttpResponse:
                 report_template=data["report_template"],
                 client_request_id=data["client_request_id"] or None,
             )
+        except QueueUnavailable as exc:
+            messages.warning(request, str(exc))
+            return redirect("research:run_detail", run_id=exc.run_id)
+        except QuotaExceeded as exc:
+            form.add_error(None, str(exc))
+            status = 429
         except RunActionError as exc:
             form.add_error(None, str(exc))
         else:
@@ -155,7 +162,9 @@ def run_new(request: HttpRequest) -> HttpResponse:
         "depths": depth_options(),
         "templates": REPORT_TEMPLATES.values(),
     }
-    return render(request, "research/run_new.html", context, status=422 if form.errors else 200)
+    if form.errors and status == 200:
+        status = 422
+    return render(request, "research/run_new.html", context, status=status)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -589,14 +598,20 @@ def run_plan(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
     if not editor.is_valid():
         return _plan_response(request, run, editor, status=422, errors=editor.errors())
     approve = request.POST.get("op") == "approve"
+    queue_note = ""
     try:
         run, saved = _plan_save(run, editor, approve=approve)
+    except QueueUnavailable as exc:  # approved and committed; only the message is late
+        run.refresh_from_db()
+        saved, queue_note = True, str(exc)
     except PlanVersionConflict as conflict:
         return _plan_conflict(request, run, editor, conflict)
     except RunActionError as exc:
         run.refresh_from_db()
         return _plan_response(request, run, editor, status=409, errors=[str(exc)])
-    if approve:
+    if queue_note:
+        message = f"Plan approved. {queue_note}"
+    elif approve:
         message = "Plan approved. Research is queued and starts as soon as a worker is free."
     elif saved:
         message = f"Plan saved as version {run.plan_version}."
@@ -722,17 +737,22 @@ def run_control(request: HttpRequest, run_id: uuid.UUID, action: str) -> HttpRes
     run = run_get_for_user(request.user, run_id, need="control")
     if action not in CONTROL_ACTIONS:
         raise Http404("No such control.")
+    queue_note = ""
     try:
         result = _apply_control(request, run, action)
+    except QueueUnavailable as exc:  # the control is committed; only the message is late
+        result = ResearchRun.objects.get(pk=exc.run_id)
+        queue_note = str(exc)
     except RunActionError as exc:
         if not request.htmx:
             messages.error(request, str(exc))
             return redirect("research:run_detail", run_id=run.pk)
         run.refresh_from_db()
+        status = 429 if isinstance(exc, QuotaExceeded) else 409
         return _sections_response(
-            request, run, "controls", ("header",), status=409, control_error=str(exc)
+            request, run, "controls", ("header",), status=status, control_error=str(exc)
         )
-    message = _control_message(action, run, result)
+    message = queue_note or _control_message(action, run, result)
     if result.pk != run.pk:
         messages.success(request, message)
         if request.htmx:

@@ -68,6 +68,7 @@ def test_make_run_serves_login_and_demo_account_reaches_dashboard(served_app):
     assert seconds < 60
     with httpx.Client(base_url=base, timeout=10) as client:
         login_page = client.get("/accounts/login/")
+        assert "A demo account exists: user name <strong>demo</strong>." in login_page.text
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login_page.text).group(1)
         response = client.post(
             "/accounts/login/",

@@ -50,6 +50,21 @@ def manage(*args: str, env: dict[str, str], tmp_path: Path) -> subprocess.Comple
         ("RESEARCH_LIBRARY_MAX_BYTES", "2048"),
         ("LLM_OUTPUT_MODE", "magic"),
         ("LLM_TIMEOUT_SECONDS", "soon"),
+        ("SEARXNG_URL", "notaurl"),
+        ("SEARXNG_URL", "http://"),
+        ("BRAVE_API_URL", "ftp://search.example.org/"),
+        ("TAVILY_API_URL", "https://user:secret@api.example.org/search"),
+        ("RESEARCH_WIKIPEDIA_API_URL", "en.wikipedia.org/w/api.php"),
+        ("RESEARCH_ARXIV_API_URL", "export.arxiv.org"),
+        ("RESEARCH_FETCH_CA_BUNDLE", "/nonexistent/intranet-ca.pem"),
+        ("RESEARCH_FETCH_DOMAIN_INTERVAL", "-1"),
+        ("RESEARCH_SEARCH_PROVIDER_INTERVAL", "-0.5"),
+        ("LOG_LEVEL", "verbose"),
+        ("ALLOWED_HOSTS", ""),
+        ("DEMO_USERNAME", "demo user"),
+        ("WORKER_BROKER_UNREACHABLE_SECONDS", "0"),
+        ("RESEARCH_MAX_RUNS_PER_USER_PER_HOUR", "0"),
+        ("RESEARCH_MAX_PLANNING_RUNS_PER_USER", "none"),
     ],
 )
 def test_malformed_variable_stops_startup_with_one_sentence(tmp_path, variable, value):
@@ -60,6 +75,43 @@ def test_malformed_variable_stops_startup_with_one_sentence(tmp_path, variable, 
     assert lines[0].startswith("Configuration error: ")
     assert variable in lines[0]
     assert "Traceback" not in result.stderr
+
+
+def assert_one_sentence_naming(result: subprocess.CompletedProcess, variable: str) -> str:
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.strip().splitlines() if line]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"Configuration error: {variable}")
+    return lines[0]
+
+
+def test_a_data_dir_that_is_a_file_stops_startup(tmp_path):
+    not_a_directory = tmp_path / "data"
+    not_a_directory.write_text("a file")
+    result = manage("check", env={"DATA_DIR": str(not_a_directory)}, tmp_path=tmp_path)
+    assert "is a file; it must name a directory" in assert_one_sentence_naming(result, "DATA_DIR")
+
+
+def test_a_ca_bundle_that_is_not_pem_stops_startup(tmp_path):
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("this is not a certificate\n")
+    result = manage("check", env={"RESEARCH_FETCH_CA_BUNDLE": str(bundle)}, tmp_path=tmp_path)
+    line = assert_one_sentence_naming(result, "RESEARCH_FETCH_CA_BUNDLE")
+    assert "cannot be read as PEM certificates" in line
+
+
+def test_good_endpoints_and_a_real_ca_bundle_pass(tmp_path):
+    import certifi
+
+    env = {
+        "SEARXNG_URL": "http://127.0.0.1:8888",
+        "BRAVE_API_URL": "https://api.search.brave.com/res/v1/web/search",
+        "RESEARCH_FETCH_CA_BUNDLE": certifi.where(),
+        "LOG_LEVEL": "warning",
+        "RESEARCH_FETCH_DOMAIN_INTERVAL": "0",
+    }
+    result = manage("check", env=env, tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
 
 
 def test_deploy_check_passes_with_production_settings(tmp_path):

@@ -6,8 +6,10 @@ are validated here once, so the rest of the engine can trust their shape. Every 
 forbidden everywhere: a model (or a stale client) cannot smuggle data past validation.
 """
 
+import calendar
+import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal, get_args
 
@@ -284,35 +286,91 @@ class SourceDocument(Contract):
 # --------------------------------------------------------------------------------------------
 
 
+# Limits of a plan, enforced wherever a plan is validated (the planner's output, the plan
+# editor, any service that saves one) and listed in docs/ui.md. A plan is read and approved by
+# a person and sent with every planning and decision prompt, so each part is bounded: enough
+# for a thorough plan, too little for a pasted document to swell every later model call.
+PLAN_OBJECTIVE_MAX_CHARS = 4000
+PLAN_QUESTIONS_MAX = 30
+PLAN_QUESTION_MAX_CHARS = 1000
+PLAN_LIST_MAX_ITEMS = 20  # assumptions, topics, exclusions, geographies, report sections
+PLAN_ITEM_MAX_CHARS = 500  # one entry of those lists, and the audience
+PLAN_NOTE_MAX_CHARS = 1000  # a question's rationale, the decision the report supports
+
+PlanItem = Annotated[str, Field(min_length=1, max_length=PLAN_ITEM_MAX_CHARS)]
+PlanList = Annotated[list[PlanItem], Field(max_length=PLAN_LIST_MAX_ITEMS)]
+_PARTIAL_DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
+
+
+def partial_date_bounds(value: str) -> tuple[date, date]:
+    """The first and last day a year (``2024``), a month (``2024-03``) or a date
+    (``2024-03-15``) covers. Raises ``ValueError`` with a sentence for anything else,
+    including dates that do not exist (``2024-13-45``, ``2023-02-29``)."""
+    match = _PARTIAL_DATE.match(value.strip())
+    if match is None:
+        raise ValueError(
+            f"“{value}” is not a year (2024), a month (2024-03) or a date (2024-03-15)"
+        )
+    year, month, day = (int(part) if part else None for part in match.groups())
+    try:
+        if month is None:
+            return date(year, 1, 1), date(year, 12, 31)
+        if day is None:
+            last = calendar.monthrange(year, month)[1]
+            return date(year, month, 1), date(year, month, last)
+        return date(year, month, day), date(year, month, day)
+    except ValueError:
+        raise ValueError(f"“{value}” is not a real date; check the month and the day") from None
+
+
 class Timeframe(_Part):
-    """The period the research is about; ISO dates or years, either end may be open."""
+    """The period the research is about: a year, a month or a date at either end, either end
+    open; the start may not come after the end."""
 
     start: str | None = None
     end: str | None = None
 
+    @field_validator("start", "end")
+    @classmethod
+    def _real_date(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        partial_date_bounds(value)
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Timeframe":
+        if (
+            self.start
+            and self.end
+            and partial_date_bounds(self.start)[0] > partial_date_bounds(self.end)[1]
+        ):
+            raise ValueError(f"the timeframe ends ({self.end}) before it starts ({self.start})")
+        return self
+
 
 class PlanScope(_Part):
-    included_topics: list[ShortText] = Field(default_factory=list)
-    excluded_topics: list[ShortText] = Field(default_factory=list)
+    included_topics: PlanList = Field(default_factory=list)
+    excluded_topics: PlanList = Field(default_factory=list)
     timeframe: Timeframe | None = None
-    geographies: list[ShortText] = Field(default_factory=list)
+    geographies: PlanList = Field(default_factory=list)
 
 
 class PlanQuestion(_Part):
     """A sub-question of the plan; required ones must be covered before finishing."""
 
     id: Identifier
-    text: Annotated[str, Field(min_length=1, max_length=1000)]
+    text: Annotated[str, Field(min_length=1, max_length=PLAN_QUESTION_MAX_CHARS)]
     priority: Literal["required", "supporting"] = "required"
-    rationale: str = ""
+    rationale: Annotated[str, Field(max_length=PLAN_NOTE_MAX_CHARS)] = ""
     preferred_source_classes: list[SourceClass] = Field(default_factory=list)
     requires_primary: bool = False
 
 
 class Deliverable(_Part):
     format: Literal["report"] = "report"
-    requested_sections: list[ShortText] = Field(default_factory=list)
-    decision_or_outcome: str | None = None
+    requested_sections: PlanList = Field(default_factory=list)
+    decision_or_outcome: Annotated[str, Field(max_length=PLAN_NOTE_MAX_CHARS)] | None = None
 
 
 class CompletionCriteria(_Part):
@@ -323,11 +381,11 @@ class CompletionCriteria(_Part):
 class ResearchPlan(Contract):
     """A reviewed, versioned research plan (the planner's output, editable by the user)."""
 
-    objective: Annotated[str, Field(min_length=1, max_length=4000)]
-    audience: str | None = None
-    assumptions: list[ShortText] = Field(default_factory=list)
+    objective: Annotated[str, Field(min_length=1, max_length=PLAN_OBJECTIVE_MAX_CHARS)]
+    audience: Annotated[str, Field(max_length=PLAN_ITEM_MAX_CHARS)] | None = None
+    assumptions: PlanList = Field(default_factory=list)
     scope: PlanScope = Field(default_factory=PlanScope)
-    questions: Annotated[list[PlanQuestion], Field(min_length=1, max_length=30)]
+    questions: Annotated[list[PlanQuestion], Field(min_length=1, max_length=PLAN_QUESTIONS_MAX)]
     deliverable: Deliverable = Field(default_factory=Deliverable)
     completion_criteria: CompletionCriteria = Field(default_factory=CompletionCriteria)
 

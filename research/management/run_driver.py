@@ -20,6 +20,7 @@ from research.engine.ports import LeaseLost
 from research.engine.states import RunStatus
 from research.leases import Heartbeat, claim_run, new_owner_id, release_lease
 from research.models import ResearchRun
+from research.services import QueueUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -74,9 +75,12 @@ class RunDriver:
     def take(self, change: Callable[[], ResearchRun]) -> ResearchRun:
         """Apply ``change`` (a service that may enqueue work on commit) and claim the run it
         returns in the same transaction; the driver then drives that run."""
-        with transaction.atomic():
-            run = change()
-            claim_run(run.pk, self.owner, needs_slot=run.status in SLOT_STATUSES)
+        try:
+            with transaction.atomic():
+                run = change()
+                claim_run(run.pk, self.owner, needs_slot=run.status in SLOT_STATUSES)
+        except QueueUnavailable:
+            pass  # committed; this process drives the run itself, the message was a spare
         self.run_id = str(run.pk)
         if run.status not in ACTIVE_STATUSES:
             # The run now waits for a person; nobody should hold it meanwhile.

@@ -8,7 +8,9 @@ tests can build one directly.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+import ssl
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -90,6 +92,8 @@ class SourcesConfig:
     semantic_scholar_api_key: str = ""
 
     def __post_init__(self) -> None:
+        if self.ca_bundle:
+            check_ca_bundle(self.ca_bundle)
         for entry in self.allowed_hosts:
             parse_allowed_host(entry)
         for host, address in self.static_hosts.items():
@@ -113,6 +117,9 @@ class SourcesConfig:
         for name in ("connect_timeout", "read_timeout", "total_timeout", "search_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be a positive number of seconds.")
+        for name in ("domain_interval", "provider_interval"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be zero or more seconds.")
         if self.min_progress_bytes < 0:
             raise ValueError("min_progress_bytes must be 0 (off) or a positive number of bytes.")
         if self.max_page_bytes < 1024 or self.max_pdf_bytes < 1024:
@@ -173,6 +180,19 @@ def check_provider_url(value: str, *, base: bool = False) -> None:
         raise ValueError(f"{value!r} must not contain a user name or password.")
     if base and (parts.query or parts.fragment):
         raise ValueError(f"{value!r} is a base URL; it cannot have a query or a fragment.")
+
+
+def check_ca_bundle(path: str) -> None:
+    """Raise ``ValueError`` unless ``path`` is a readable PEM file of CA certificates."""
+    if not os.path.isfile(path):
+        raise ValueError(f"{path} does not exist or is not a file; give a PEM file of CAs.")
+    try:
+        ssl.create_default_context(cafile=path)
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(
+            f"{path} cannot be read as PEM certificates ({exc.strerror or exc}); give a PEM "
+            "file of CAs."
+        ) from None
 
 
 # setting name -> (SourcesConfig field, parser)

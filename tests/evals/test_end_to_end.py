@@ -6,6 +6,7 @@ import pytest
 from django.test import override_settings
 
 from evals.backends import LIFTED_ADDRESS, MISSING_EVIDENCE_ID, model_factory
+from evals.environment import BENCHMARK_RUNS_PER_HOUR
 from evals.gates import aggregate, evaluate_gates, load_committed
 from evals.harness import run_task, web_reference
 from evals.scoring import source_name
@@ -17,7 +18,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def frozen(web):
-    with override_settings(**web.django_settings()):
+    quota = {"RESEARCH_MAX_RUNS_PER_USER_PER_HOUR": BENCHMARK_RUNS_PER_HOUR}
+    with override_settings(**web.django_settings(), **quota):
         yield web
 
 
