@@ -9,7 +9,7 @@ A date is taken only from what the page says about its own publication, in this 
 3. ``time`` - a ``<time datetime>`` marked as the publication date (``itemprop``,
    ``pubdate``) or standing in a byline;
 4. ``byline`` - a short dated line such as "Published 2 November 2023" or "Posted on 18 March
-   2024" among the first blocks of the main text.
+   2024" among the first blocks of the main text, before its running text begins.
 
 Everything else is refused, because it dates something other than the text: copyright years
 and "Last updated"/"This page last modified" stamps in footers (documentation generators write
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -252,11 +252,13 @@ def _in_byline(element: etree._Element) -> bool:
     return False
 
 
-def _byline_dates(main_text: Iterable[str]) -> Iterator[str]:
-    for position, line in enumerate(main_text):
-        if position >= _BYLINE_BLOCKS:
+def _byline_dates(main_text: Sequence[str]) -> Iterator[str]:
+    """Dated lines at the top of the text: among its first blocks, before the first block of
+    running text, and not its last block (a stamp at the very end is a footer)."""
+    for line in main_text[: min(_BYLINE_BLOCKS, len(main_text) - 1)]:
+        if len(line) > _BYLINE_MAX_CHARS:
             return
-        if len(line) > _BYLINE_MAX_CHARS or _COPYRIGHT.search(line):
+        if _COPYRIGHT.search(line):
             continue
         match = _BYLINE.match(line)
         if match:
