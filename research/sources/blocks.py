@@ -135,6 +135,9 @@ _WORDLESS = re.compile(r"^\W{1,3}$")
 # ``label``, ``button``, ``math``, ``nav``, ``footer``...): their text is never in its
 # extraction, so a block is compared with the extraction without it.
 _UNSEEN_BY_EXTRACTOR = frozenset(MANUALLY_CLEANED)
+# ARIA roles by which a page itself says a part is not its content (site header and footer,
+# navigation, search, menus); their text is kept out of the main content the same way.
+_NOT_CONTENT_ROLES = frozenset({"banner", "contentinfo", "navigation", "search", "menu", "menubar"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +204,11 @@ def _drop_keeping_tail(element: etree._Element) -> None:
     else:
         parent.text = (parent.text or "") + tail
     parent.remove(element)
+
+
+def _unseen(element: etree._Element, tag: str) -> bool:
+    """Whether the element's text can never be main content (see ``main_blocks``)."""
+    return tag in _UNSEEN_BY_EXTRACTOR or (element.get("role") or "").lower() in _NOT_CONTENT_ROLES
 
 
 def _hidden(element: etree._Element, tag: str) -> bool:
@@ -283,7 +291,7 @@ def page_blocks(root: etree._Element) -> list[PageBlock]:
         element, depth, entering = stack.pop()
         tag = element.tag if isinstance(element.tag, str) else ""
         if not entering:
-            if tag in _UNSEEN_BY_EXTRACTOR:
+            if _unseen(element, tag):
                 layout.unseen_depth -= 1
             if tag in _BLOCK_ELEMENTS:
                 if tag in _KINDS or tag in _HEADING_LEVELS:
@@ -315,7 +323,7 @@ def page_blocks(root: etree._Element) -> list[PageBlock]:
                 layout.kinds.append(("heading", _HEADING_LEVELS[tag]))
             elif tag in _KINDS:
                 layout.kinds.append((_KINDS[tag], 0))
-        if tag in _UNSEEN_BY_EXTRACTOR:
+        if _unseen(element, tag):
             layout.unseen_depth += 1
         layout.text(element.text)
         stack.append((element, depth, False))

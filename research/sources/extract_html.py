@@ -70,9 +70,10 @@ def extract_html(
         kept = main_blocks(blocks, "".join(result.body.itertext()))
     else:
         # Very short pages defeat the main-content heuristics; the baseline extractor still
-        # finds their text, and failing that the page is short enough to keep whole.
+        # finds their text, and failing that the page is short enough to keep whole, less
+        # what is never content (navigation, site header and footer, forms).
         _body, baseline_text, _length = trafilatura.baseline(tree)
-        kept = main_blocks(blocks, baseline_text) or blocks
+        kept = main_blocks(blocks, baseline_text) or [block for block in blocks if block.key]
     builder = _build(kept)
     title, author, publisher = _metadata(tree)
     published, date_source = publication_date(tree, [b.text for b in kept], now=now)
