@@ -71,8 +71,8 @@ class SnapshotBuilder:
     """Appends blocks to a snapshot while recording heading, page and block offsets.
 
     ``heading``, ``paragraph`` and ``code`` add blocks of an HTML page to the block map;
-    ``lines``, ``block`` and ``page`` add text whose structure is not known (plain text,
-    PDF pages), which the block map does not describe.
+    ``block`` and ``page`` add text whose structure is not known (plain text, PDF pages),
+    which the block map does not describe.
     """
 
     parts: list[str] = field(default_factory=list)
@@ -128,12 +128,6 @@ class SnapshotBuilder:
         text = normalize_code(text)
         if text.strip():
             self._mapped(text, "code", separator, after_gap)
-
-    def lines(self, lines: list[str]) -> None:
-        """Add text whose lines stay separate (a page read by the baseline extractor)."""
-        kept = [line for line in (normalize_inline(item) for item in lines) if line]
-        if kept:
-            self._append("\n".join(kept))
 
     def block(self, text: str) -> int | None:
         """Add pre-formatted text (a PDF page, a plain-text file); return its start offset."""
