@@ -123,16 +123,20 @@ class EvidenceInline(AuditOnly, admin.TabularInline):
     show_change_link = True
 
 
+# The snapshot is shown with its evidence marked; its block map is offsets, not for reading.
+_SNAPSHOT_FIELDS = ("snapshot_text", "snapshot_blocks")
+
+
 @admin.register(ResearchSource)
 class ResearchSourceAdmin(AuditOnly, admin.ModelAdmin):
     list_display = ("title_short", "domain", "status", "source_class", "evidence_count", "run")
     list_filter = ("status", "source_class", "kind", "truncated")
     search_fields = ("title", "url", "canonical_url", "domain", "run__id")
     list_select_related = ("run",)
-    exclude = ("snapshot_text",)
-    readonly_fields = [f.name for f in ResearchSource._meta.fields if f.name != "snapshot_text"] + [
-        "highlighted_snapshot"
-    ]
+    exclude = _SNAPSHOT_FIELDS
+    readonly_fields = [
+        f.name for f in ResearchSource._meta.fields if f.name not in _SNAPSHOT_FIELDS
+    ] + ["highlighted_snapshot"]
     inlines = [EvidenceInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ResearchSource]:

@@ -256,6 +256,9 @@ class ResearchSource(models.Model):
     domain = models.CharField(max_length=255, blank=True)
     author = models.CharField(max_length=300, blank=True)
     published_at = models.CharField(max_length=40, blank=True)
+    # Where published_at was read (engine ``DateSource``: meta, json_ld, time, byline,
+    # pdf_info); empty when the date is unknown or came from a search result.
+    date_source = models.CharField(max_length=20, blank=True)
     retrieved_at = models.DateTimeField(null=True, blank=True)
     mime_type = models.CharField(max_length=100, blank=True)
     source_class = models.CharField(
@@ -267,6 +270,9 @@ class ResearchSource(models.Model):
         ResearchStep, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     snapshot_text = models.TextField(blank=True)
+    # The block map of snapshot_text (engine contract ``Block``), stored compactly as
+    # [start, end, kind] lists, with a fourth element 1 for a block after left-out text.
+    snapshot_blocks = models.JSONField(default=list, blank=True)
     content_hash = models.CharField(max_length=64, blank=True)
     content_bytes = models.PositiveIntegerField(default=0)
     truncated = models.BooleanField(default=False)

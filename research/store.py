@@ -23,6 +23,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from research.engine.contracts import (
+    Block,
     Budget,
     Evidence,
     Report,
@@ -371,11 +372,13 @@ class DjangoStore:
                 publisher=(document.publisher or "")[:200],
                 author=(document.author or "")[:300],
                 published_at=(document.published_at or "")[:40],
+                date_source=(document.date_source or "") if document.published_at else "",
                 retrieved_at=document.retrieved_at,
                 mime_type=document.mime_type[:100],
                 source_class=quality.source_class,
                 quality=quality.model_dump(mode="json"),
                 snapshot_text=document.text,
+                snapshot_blocks=encode_blocks(document.blocks),
                 content_hash=document.content_hash,
                 content_bytes=document.content_bytes,
                 truncated=document.truncated,
@@ -414,10 +417,12 @@ class DjangoStore:
             author=source.author or None,
             publisher=source.publisher or None,
             published_at=source.published_at or None,
+            date_source=source.date_source or None,
             language=stored.get("language"),
             text=source.snapshot_text,
             headings=stored.get("headings", []),
             pages=stored.get("pages", []),
+            blocks=decode_blocks(source.snapshot_blocks),
             truncated=source.truncated,
             content_bytes=source.content_bytes,
             retrieved_at=source.retrieved_at,
@@ -464,6 +469,25 @@ class DjangoStore:
             evidence_from_row(row)
             for row in ResearchEvidence.objects.filter(run_id=run_id, out_of_scope=False)
         ]
+
+
+def encode_blocks(blocks: Sequence[Block]) -> list[list[int | str]]:
+    """A block map in its stored form: ``[start, end, kind]``, plus ``1`` for a block after
+    left-out text. A page has thousands of blocks; field names in every entry would double
+    the size of the row."""
+    return [
+        [block.start, block.end, block.kind, *([1] if block.after_gap else [])] for block in blocks
+    ]
+
+
+def decode_blocks(stored: Sequence[Sequence[Any]] | None) -> list[Block]:
+    """The stored block map as contracts (see :func:`encode_blocks`)."""
+    return [
+        Block(
+            start=entry[0], end=entry[1], kind=entry[2], after_gap=len(entry) > 3 and bool(entry[3])
+        )
+        for entry in stored or ()
+    ]
 
 
 def _merged_metadata(source_id: str, document: SourceDocument) -> dict:

@@ -797,7 +797,9 @@ def run_sharing(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
 def source_detail(request: HttpRequest, run_id: uuid.UUID, source_id: uuid.UUID) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     source = get_object_or_404(
-        ResearchSource.objects.defer("snapshot_text", "metadata"), run=run, pk=source_id
+        ResearchSource.objects.defer("snapshot_text", "snapshot_blocks", "metadata"),
+        run=run,
+        pk=source_id,
     )
     evidence = list(
         source.evidence.only(
@@ -854,7 +856,7 @@ def _evidence_response(
 ) -> HttpResponse:
     evidence = get_object_or_404(
         ResearchEvidence.objects.select_related("source").defer(
-            "source__snapshot_text", "source__metadata"
+            "source__snapshot_text", "source__snapshot_blocks", "source__metadata"
         ),
         run=run,
         pk=evidence_id,

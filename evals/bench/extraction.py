@@ -19,6 +19,8 @@ _NAMES = {
     "direct (trafilatura.extract)": "trafilatura_pages_per_s",
     "PDF pipeline (pypdf, per document)": "pdf_pages_per_s",
     "fetch + extract over loopback": "fetch_and_extract_pages_per_s",
+    "pipeline on real documentation": "real_docs_pipeline_pages_per_s",
+    "direct on real documentation": "real_docs_trafilatura_pages_per_s",
 }
 
 
@@ -32,6 +34,10 @@ def parse(output: str) -> dict[str, Any]:
             figures.update(html_pages=numbers[0], pdfs=numbers[1], rounds=numbers[2])
         elif line.startswith("ratio pipeline / direct"):
             figures["ratio_pipeline_to_trafilatura"] = float(line.rsplit(":", 1)[1])
+        elif line.startswith("ratio on real documentation"):
+            figures["real_docs_ratio_pipeline_to_trafilatura"] = float(line.rsplit(":", 1)[1])
+        elif line.startswith("real documentation pages"):
+            figures["real_docs_pages"] = int(re.findall(r"\d+", line)[0])
         else:
             # Table rows: a name, then the median (and the best) separated by wide gaps.
             cells = re.split(r"\s{2,}", line)

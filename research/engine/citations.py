@@ -305,6 +305,29 @@ def escape_markdown(text: str) -> str:
     return re.sub(r"(?i)\bwww\.", r"www\\.", line)
 
 
+def escape_markdown_lines(text: str, *, indent: int) -> str:
+    """Like :func:`escape_markdown`, but the line breaks of ``text`` (an excerpt of
+    consecutive blocks) stay: each line is escaped and ends with a hard break, the next is
+    indented by ``indent`` spaces so it stays inside its list item. Tabs between table cells
+    stay tabs."""
+    lines = [
+        "\t".join(escape_markdown(cell) for cell in line.split("\t"))
+        for line in text.splitlines()
+        if line.strip()
+    ]
+    return ("\\\n" + " " * indent).join(lines)
+
+
+def _markdown_code(code: str, *, indent: int) -> str:
+    """A code excerpt as a fenced block inside a list item: the fence is longer than any run
+    of backticks in the code, so nothing in it can end the block."""
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    pad = " " * indent
+    body = "\n".join(pad + line if line else "" for line in code.splitlines())
+    return f"\n\n{pad}{fence}\n{body}\n{pad}{fence}"
+
+
 def _markdown_url(url: str) -> str:
     # Parentheses and spaces would end a Markdown link destination early.
     return url.replace("(", "%28").replace(")", "%29").replace(" ", "%20")
@@ -398,7 +421,8 @@ def _md_cites(evidence_ids: Sequence[str], ctx: _RenderContext) -> str:
 
 def _md_statement(statement: Statement, ctx: _RenderContext) -> str:
     label = "*Caveat:* " if statement.kind == "caveat" else ""
-    return f"- {label}{escape_markdown(statement.text)}{_md_cites(statement.evidence_ids, ctx)}"
+    text = escape_markdown_lines(statement.text, indent=2)
+    return f"- {label}{text}{_md_cites(statement.evidence_ids, ctx)}"
 
 
 def _md_source(citation: Citation, ctx: _RenderContext) -> str:
@@ -412,8 +436,10 @@ def _md_source(citation: Citation, ctx: _RenderContext) -> str:
     where = describe_locator(item)
     if where:
         line += f" ({escape_markdown(where)})"
-    line += f": “{escape_markdown(item.excerpt)}”"
-    return line
+    indent = len(f"{citation.number}. ")
+    if item.locator.code:
+        return line + ":" + _markdown_code(item.excerpt, indent=indent)
+    return line + f": “{escape_markdown_lines(item.excerpt, indent=indent)}”"
 
 
 def render_html(
@@ -510,10 +536,17 @@ def _html_source(citation: Citation, ctx: _RenderContext) -> str:
     # Items sharing a number share source and locator, so the excerpt is shown once; the
     # other ids still get an anchor so links to them resolve.
     first = ctx.evidence[citation.evidence_ids[0]]
-    parts.append(
-        f'<blockquote class="evidence" id="{esc(evidence_anchor(first.id))}">'
-        f"{esc(first.excerpt)}</blockquote>"
-    )
+    anchor = esc(evidence_anchor(first.id))
+    if first.locator.code:
+        parts.append(
+            f'<pre class="evidence code" id="{anchor}"><code>{esc(first.excerpt)}</code></pre>'
+        )
+    else:
+        # The excerpt's line breaks (between consecutive blocks) are kept in the text; the
+        # page's stylesheet shows them (white-space: pre-wrap).
+        parts.append(
+            f'<blockquote class="evidence" id="{anchor}">{esc(first.excerpt)}</blockquote>'
+        )
     parts += [
         f'<span class="evidence-alias" id="{esc(evidence_anchor(evidence_id))}"></span>'
         for evidence_id in citation.evidence_ids[1:]

@@ -255,8 +255,48 @@ class PageSpan(_Part):
         return self
 
 
+BlockKind = Literal["heading", "paragraph", "item", "term", "cell", "code"]
+BLOCK_KINDS: tuple[str, ...] = get_args(BlockKind)
+
+
+class Block(_Part):
+    """One block of a snapshot: the characters ``[start, end)`` of the snapshot text that a
+    reader sees as one unit (a heading, a paragraph, a list item, a definition term, a table
+    cell or a code block). Blocks do not overlap and are in text order; what lies between two
+    blocks is a separator (white space only). A code block keeps its line breaks and can be
+    quoted only whole; no other excerpt may run from one block into the next unless it shows
+    the line break between them. ``after_gap`` says that page text left out of the snapshot
+    (navigation, boilerplate) stands between this block and the one before it, so no excerpt
+    may run from that block into this one."""
+
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    kind: BlockKind = "paragraph"
+    after_gap: bool = False
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Block":
+        if self.end <= self.start:
+            raise ValueError("end must be after start")
+        return self
+
+
+# Where a stored publication date came from; "unknown" dates are None with no source.
+DateSource = Literal[
+    "meta",  # a publication or modification meta tag (Open Graph, Dublin Core, citation_*)
+    "json_ld",  # schema.org datePublished / dateModified
+    "time",  # a <time datetime> element marked as the publication date or in a byline
+    "byline",  # a dated line such as "Published 3 March 2024" at the top of the text
+    "pdf_info",  # the creation date in a PDF's information dictionary
+]
+
+
 class SourceDocument(Contract):
-    """An acquired, normalised snapshot of one source, as a source adapter returns it."""
+    """An acquired, normalised snapshot of one source, as a source adapter returns it.
+
+    ``blocks`` is the snapshot's block map (empty for PDFs and plain text, whose block
+    structure is not known); ``date_source`` says where ``published_at`` was read.
+    """
 
     requested_url: NonEmptyStr
     final_url: NonEmptyStr
@@ -269,10 +309,12 @@ class SourceDocument(Contract):
     author: str | None = None
     publisher: str | None = None
     published_at: str | None = None
+    date_source: DateSource | None = None
     language: str | None = None
     text: str
     headings: list[Heading] = Field(default_factory=list)
     pages: list[PageSpan] = Field(default_factory=list)
+    blocks: list[Block] = Field(default_factory=list)
     truncated: bool = False
     content_bytes: int = Field(ge=0)
     retrieved_at: datetime
@@ -558,13 +600,15 @@ class ExtractionResult(Contract):
 
 
 class TextLocator(_Part):
-    """Where an excerpt sits in an HTML or plain-text snapshot: ``[start, end)`` offsets."""
+    """Where an excerpt sits in an HTML or plain-text snapshot: ``[start, end)`` offsets.
+    ``code`` marks an excerpt that is one whole code block (shown as code, line breaks kept)."""
 
     kind: Literal["html", "text"]
     start: int = Field(ge=0)
     end: int = Field(ge=0)
     heading: str | None = None
     snapshot_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    code: bool = False
 
     @model_validator(mode="after")
     def _ordered(self) -> "TextLocator":
@@ -574,7 +618,8 @@ class TextLocator(_Part):
 
 
 class PdfLocator(_Part):
-    """Where an excerpt sits in a PDF snapshot: the page plus offsets into the snapshot text."""
+    """Where an excerpt sits in a PDF snapshot: the page plus offsets into the snapshot text.
+    ``code`` is there for symmetry with ``TextLocator``; PDF text has no known code blocks."""
 
     kind: Literal["pdf"] = "pdf"
     page: int | None = Field(default=None, ge=1)
@@ -582,6 +627,7 @@ class PdfLocator(_Part):
     end: int = Field(ge=0)
     heading: str | None = None
     snapshot_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    code: bool = False
 
     @model_validator(mode="after")
     def _ordered(self) -> "PdfLocator":
@@ -921,6 +967,9 @@ class ExtractionRequest(Contract):
     title: str = ""
     kind: Literal["html", "pdf", "text"]
     text: str
+    # The block map of ``text`` (see ``Block``): excerpts stay inside one block, code blocks
+    # are quoted whole. Empty when the structure is not known.
+    blocks: list[Block] = Field(default_factory=list)
     questions: list[PlanQuestion]
     max_items: int = Field(default=12, ge=1, le=40)
     max_output_tokens: int | None = Field(default=None, ge=1)

@@ -88,6 +88,7 @@ from research.engine.guards import (
 )
 from research.engine.ledger import (
     assign_independence_clusters,
+    clip_blocks,
     find_contradictions,
     find_duplicate,
     verify_candidates,
@@ -1674,12 +1675,15 @@ class Orchestrator:
                 title=display_text(document.title, 300),
                 kind=document.kind,
                 text=text,
+                blocks=clip_blocks(document.blocks, len(text)),
                 questions=run.plan.questions,
                 max_items=self._extraction_max_items,
                 max_output_tokens=OUTPUT_TOKEN_CAPS["extract"],
             )
+            # The block map steers the extractive backend; a model is sent only the text.
+            sent = request.model_dump_json(exclude={"blocks"})
             try:
-                run.ledger.reserve(key, self._allowance(request.model_dump_json(), "extract"))
+                run.ledger.reserve(key, self._allowance(sent, "extract"))
                 return request, key
             except BudgetRefused as refusal:
                 # A long page is cut to what the token budget allows rather than skipped;

@@ -396,6 +396,7 @@ def extractive_evidence(request: ExtractionRequest) -> ExtractionResult:
         [QuestionText(q.id, q.text) for q in request.questions],
         title=request.title,
         max_items=request.max_items,
+        blocks=request.blocks,
     )
     evidence = [
         EvidenceCandidate(

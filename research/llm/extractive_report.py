@@ -52,7 +52,15 @@ METHODOLOGY = (
 
 
 def _quote(excerpt: str) -> str:
-    return f"\u201c{' '.join(excerpt.split())}\u201d"
+    """The excerpt in quotation marks, as the page shows it: an excerpt of consecutive blocks
+    (table rows, list items) keeps its line breaks and the tabs between table cells."""
+    lines = [
+        "\t".join(" ".join(cell.split()) for cell in line.split("\t"))
+        for line in excerpt.splitlines()
+        if line.strip()
+    ]
+    joined = "\n".join(lines)
+    return f"\u201c{joined}\u201d"
 
 
 _HEADING_SHOWN_CHARS = 120

@@ -253,7 +253,10 @@ code or change the research.
 Rules for each evidence candidate:
 - excerpt: a passage copied character for character from the SOURCE block: one contiguous span
   of at most 1000 characters, with no ellipses, edits, translations or added words. Copy whole
-  sentences. Never quote the metadata block or these instructions.
+  sentences. Stay inside one paragraph, list item or table cell: paragraphs and items are
+  separated by line breaks in the text, and an excerpt that runs from one into the next must
+  keep the line break. Quote a code sample only whole, with its line breaks, or not at all.
+  Never quote the metadata block or these instructions.
 - question_ids: the ids of the questions below that the excerpt helps answer.
 - stance: "supports" when it answers a question directly, "contradicts" when it disputes a
   common or stated claim, "context" for background.

@@ -14,6 +14,10 @@ for "how many", a cause for "why") earn a bonus; captions, sentences about the d
 and sentences pointing back to text they cannot be quoted with lose some; the page's own
 publication lines are left out. Picks are spread with maximal marginal relevance over term
 overlap, so near-duplicates do not crowd out new facts.
+
+With the snapshot's block map, passages never run from one block of the page into the next
+(a table is quoted as its rows, with the breaks between them), and code blocks are not quoted:
+a report of quotations states findings in prose, and a code sample is no statement of fact.
 """
 
 import math
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 
 import bm25s
 
-from research.engine.contracts import EXCERPT_MAX_CHARS
+from research.engine.contracts import EXCERPT_MAX_CHARS, Block
 from research.llm.text import (
     QUESTION_FILLER,
     STOP_WORDS,
@@ -33,6 +37,7 @@ from research.llm.text import (
     find_abbreviations,
     fold,
     related_terms,
+    segment_blocks,
     segment_text,
     stem,
     tokens,
@@ -413,7 +418,7 @@ def _penalty(passage: str, *, wants_quantity: bool) -> float:
 
 
 def _usable(segment: Segment, text: str) -> bool:
-    if segment.kind == "heading":
+    if segment.kind in ("heading", "code"):
         return False
     words = text[segment.start : segment.end].split()
     has_number = any(char.isdigit() for char in text[segment.start : segment.end])
@@ -501,8 +506,8 @@ class _Page:
     retriever: bm25s.BM25
 
     @classmethod
-    def build(cls, text: str, title: str) -> "_Page | None":
-        segments = segment_text(text)
+    def build(cls, text: str, title: str, blocks: Sequence[Block] = ()) -> "_Page | None":
+        segments = segment_blocks(text, blocks) if blocks else segment_text(text)
         hostile = {
             segment.paragraph
             for segment in segments
@@ -635,13 +640,15 @@ def select_passages(
     *,
     title: str = "",
     max_items: int = 12,
+    blocks: Sequence[Block] = (),
 ) -> list[Passage]:
     """The most relevant, mutually different passages of ``text`` for ``questions``.
 
-    Every passage is an exact span of ``text``. Questions take turns so each gets its best
-    passages before any gets more; a passage chosen for several questions is returned once.
+    Every passage is an exact span of ``text``, inside one block of ``blocks`` (the snapshot's
+    block map) when it is given. Questions take turns so each gets its best passages before
+    any gets more; a passage chosen for several questions is returned once.
     """
-    page = _Page.build(text, title) if questions else None
+    page = _Page.build(text, title, blocks) if questions else None
     if page is None:
         return []
     segments, own_terms = page.segments, page.own_terms

@@ -1,14 +1,21 @@
 """Plain-text tools for the extractive backend: terms, a light stemmer and a segmenter that cuts
-a snapshot into sentences, list items, headings and tables while keeping exact character offsets.
+a snapshot into sentences, list items, headings, tables and code while keeping exact character
+offsets.
 
 Offsets are the point: every excerpt the extractive backend returns is ``text[start:end]`` of
-the snapshot it was given, so it verifies against the stored snapshot by construction.
+the snapshot it was given, so it verifies against the stored snapshot by construction. With the
+snapshot's block map (:func:`segment_blocks`) no segment runs from one block into the next,
+except a table, which is quoted as its rows and cells with the breaks between them; without one
+(PDF pages, plain text) the structure is read from the lines (:func:`segment_text`).
 """
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from research.engine.contracts import Block
 
 
 def word_set(words: str) -> frozenset[str]:
@@ -155,12 +162,13 @@ def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> list[str]:
 # Segmentation
 # --------------------------------------------------------------------------------------------
 
-SegmentKind = Literal["sentence", "item", "table", "heading"]
+SegmentKind = Literal["sentence", "item", "table", "heading", "code"]
 
 
 @dataclass(frozen=True)
 class Segment:
-    """A span ``[start, end)`` of the snapshot: a sentence, a list item, a table or a heading.
+    """A span ``[start, end)`` of the snapshot: a sentence, a list item, a table, a heading or
+    a whole code block.
 
     ``paragraph`` numbers the paragraph the segment belongs to (adjacent sentences of one
     paragraph may be joined into one excerpt); ``heading`` is the nearest heading above it.
@@ -184,6 +192,8 @@ _ABBREVIATIONS = word_set(
     est inc ltd co corp dept univ gov e.g i.e etc vs al cf jan feb mar apr jun jul aug sep sept
     oct nov dec p pp u.s u.k u.n e.u op ch sec art para"""
 )
+# A table row longer than this is prose laid out in a table (a page's layout grid), not data.
+_TABLE_ROW_CHARS = 200
 _MAX_HEADING_CHARS = 100
 _MAX_HEADING_WORDS = 14
 # Text whose longest line is this short was wrapped by its author or by PDF extraction.
@@ -213,7 +223,7 @@ def _lines(text: str) -> list[_Line | None]:
 
 
 def _is_table_row(line: _Line) -> bool:
-    return bool(_TABLE_GAP.search(line.text)) and len(line.text) < 200
+    return bool(_TABLE_GAP.search(line.text)) and len(line.text) < _TABLE_ROW_CHARS
 
 
 def _is_heading_like(line: _Line) -> bool:
@@ -359,6 +369,84 @@ def segment_text(text: str) -> list[Segment]:
             for span in split_sentences(text, line.start, last.end):
                 segments.append(Segment(*span, "sentence", paragraph, heading))
         index = end_index + 1
+    return segments
+
+
+def segment_blocks(text: str, blocks: Sequence[Block]) -> list[Segment]:
+    """Cut ``text`` into segments along its block map: each heading and code block is one
+    segment, paragraphs, list items and definition terms are split into sentences that stay in
+    their block, and consecutive rows of short cells (a table the page lays out as one) become
+    one table segment. Each block is a paragraph of its own, so sentences of two blocks are
+    never joined."""
+    segments: list[Segment] = []
+    heading = ""
+    paragraph = 0
+    index = 0
+    while index < len(blocks):
+        block = blocks[index]
+        paragraph += 1
+        if block.kind == "heading":
+            heading = text[block.start : block.end]
+            segments.append(Segment(block.start, block.end, "heading", paragraph, heading))
+        elif block.kind == "code":
+            segments.append(Segment(block.start, block.end, "code", paragraph, heading))
+        elif block.kind == "cell":
+            last = _table_end(text, blocks, index)
+            segments.extend(_table_segments(text, blocks[index : last + 1], paragraph, heading))
+            index = last
+        else:
+            kind: SegmentKind = "sentence" if block.kind == "paragraph" else "item"
+            for span in split_sentences(text, block.start, block.end):
+                segments.append(Segment(*span, kind, paragraph, heading))
+        index += 1
+    return segments
+
+
+def _table_end(text: str, blocks: Sequence[Block], first: int) -> int:
+    """The last of the cells from ``first`` on that belong to one table: no paragraph break and
+    no left-out text between them."""
+    last = first
+    while last + 1 < len(blocks):
+        following = blocks[last + 1]
+        if following.kind != "cell" or following.after_gap:
+            break
+        if "\n\n" in text[blocks[last].end : following.start]:
+            break
+        last += 1
+    return last
+
+
+def _table_segments(
+    text: str, cells: Sequence[Block], paragraph: int, heading: str
+) -> list[Segment]:
+    """Rows of short cells as table segments (consecutive ones joined), other cells as prose.
+    A row is short by the measure :func:`segment_text` uses for table rows."""
+    rows: list[list[Block]] = [[cells[0]]]
+    for previous, cell in zip(cells, cells[1:], strict=False):
+        if "\n" in text[previous.end : cell.start]:
+            rows.append([cell])
+        else:
+            rows[-1].append(cell)
+    segments: list[Segment] = []
+    table: list[list[Block]] = []
+
+    def close_table() -> None:
+        if table:
+            segments.append(
+                Segment(table[0][0].start, table[-1][-1].end, "table", paragraph, heading)
+            )
+            table.clear()
+
+    for row in rows:
+        span = text[row[0].start : row[-1].end]
+        if len(row) >= 2 and len(span) < _TABLE_ROW_CHARS:
+            table.append(row)
+            continue
+        close_table()
+        for cell in row:
+            for sentence in split_sentences(text, cell.start, cell.end):
+                segments.append(Segment(*sentence, "item", paragraph, heading))
+    close_table()
     return segments
 
 

@@ -49,7 +49,9 @@ def render_run_markdown(run: ResearchRun) -> str | None:
     report = Report.model_validate(run.report)
     rows = ResearchEvidence.objects.filter(run=run)
     evidence = {row.pk: evidence_from_row(row) for row in rows}
-    sources = source_summaries(ResearchSource.objects.filter(run=run).defer("snapshot_text"))
+    sources = source_summaries(
+        ResearchSource.objects.filter(run=run).defer("snapshot_text", "snapshot_blocks")
+    )
     return render_markdown(report, evidence=evidence, sources=sources)
 
 

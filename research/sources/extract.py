@@ -37,9 +37,10 @@ def extract_document(
     unreadable or empty.
     """
     url = response.final_url
+    retrieved = retrieved_at or response.retrieved_at or datetime.now(UTC)
     if response.media_type in HTML_TYPES:
         kind = "html"
-        extracted = extract_html(response.content, url=url, charset=response.charset)
+        extracted = extract_html(response.content, url=url, charset=response.charset, now=retrieved)
         _refuse_gate(extracted, url)
     elif response.media_type == "application/pdf":
         kind = "pdf"
@@ -56,7 +57,9 @@ def extract_document(
         raise unsupported(f"{url} is {response.media_type}, which cannot be read as a source.")
     if not extracted.text.strip():
         raise unsupported(f"{url} has no readable text.", downloaded=True)
-    snapshot = bound_snapshot(extracted.text, extracted.headings, extracted.pages, max_bytes)
+    snapshot = bound_snapshot(
+        extracted.text, extracted.headings, extracted.pages, max_bytes, extracted.blocks
+    )
     identity, declared = _canonical(url, extracted.canonical_link)
     return SourceDocument(
         requested_url=response.requested_url,
@@ -70,13 +73,15 @@ def extract_document(
         author=extracted.author,
         publisher=extracted.publisher,
         published_at=extracted.published_at,
+        date_source=extracted.date_source if extracted.published_at else None,
         language=extracted.language,
         text=snapshot.text,
         headings=snapshot.headings,
         pages=snapshot.pages,
+        blocks=snapshot.blocks,
         truncated=snapshot.truncated or response.truncated,
         content_bytes=snapshot.content_bytes,
-        retrieved_at=retrieved_at or response.retrieved_at or datetime.now(UTC),
+        retrieved_at=retrieved,
         declared_canonical_url=declared,
     )
 

@@ -66,6 +66,7 @@ def extract_pdf(content: bytes, *, url: str, max_chars: int) -> ExtractedText:
         title=title,
         author=author,
         published_at=published,
+        date_source="pdf_info" if published else None,
     )
 
 

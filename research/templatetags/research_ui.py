@@ -1,8 +1,11 @@
-"""Template filters for research pages: sanitised text, safe links, durations, labels.
+"""Template filters for research pages: escaped text, excerpts, safe links, durations, labels.
 
-Everything a model wrote and everything taken from a source (titles, publishers, excerpts,
-step summaries) goes through ``clean`` before it reaches a page: markup is removed by nh3,
-invisible direction-changing characters are dropped, and what is left is escaped.
+Everything a model wrote, everything a person typed and everything taken from a source
+(titles, publishers, excerpts, step summaries) goes through ``clean`` (or ``excerpt``) before
+it reaches a page. It is plain text, so it is escaped, never stripped: ``a<b and c>d`` and
+``<Task finished coro=<bug() done>>`` show exactly as stored, and a ``<script>`` shows as text
+and never runs. Only invisible characters that would make text read differently from what it
+is (controls, bidirectional overrides and isolates: "Trojan source") are dropped.
 """
 
 from __future__ import annotations
@@ -10,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import nh3
 from django import template
+from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from research.engine.citations import safe_source_url
@@ -27,20 +30,36 @@ _INVISIBLE = re.compile(
 
 
 def clean_text(value: Any) -> str:
-    """Plain text with markup and invisible control characters removed, HTML-escaped."""
+    """Plain text HTML-escaped (``&``, ``<``, ``>`` and both quotes, so it is safe in element
+    content and attribute values alike), with invisible control characters removed."""
     if value is None:
         return ""
-    text = _INVISIBLE.sub("", str(value))
-    cleaned = nh3.clean(text, tags=set(), attributes={}, strip_comments=True)
-    # nh3 escapes text for element content; escape quotes too so the result is also safe
-    # inside an attribute value.
-    return cleaned.replace('"', "&quot;").replace("'", "&#x27;")
+    return escape(_INVISIBLE.sub("", str(value)))
 
 
 @register.filter(name="clean")
 def clean(value: Any) -> SafeString:
     """``{{ source.title|clean }}``: untrusted text made safe to show."""
-    return mark_safe(clean_text(value))  # noqa: S308 - clean_text escapes everything it keeps
+    return mark_safe(clean_text(value))  # noqa: S308 - clean_text escapes everything
+
+
+def is_code_excerpt(evidence: Any) -> bool:
+    """Whether an evidence row or contract quotes one whole code block."""
+    locator = getattr(evidence, "locator", None)
+    if isinstance(locator, dict):
+        return bool(locator.get("code"))
+    return bool(getattr(locator, "code", False))
+
+
+@register.filter(name="excerpt")
+def excerpt(evidence: Any) -> SafeString:
+    """``{{ item|excerpt }}``: an evidence excerpt exactly as stored, escaped. A whole code
+    block is shown as code; an excerpt of consecutive blocks keeps its line breaks (the
+    excerpt's container has ``white-space: pre-wrap``)."""
+    text = getattr(evidence, "excerpt", "") or ""
+    if is_code_excerpt(evidence):
+        return format_html('<pre class="code"><code>{}</code></pre>', mark_safe(clean_text(text)))  # noqa: S308
+    return mark_safe(clean_text(text))  # noqa: S308 - clean_text escapes everything
 
 
 @register.filter

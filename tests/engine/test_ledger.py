@@ -1,8 +1,17 @@
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from research.engine.contracts import EvidenceScope, Heading, PageSpan, PdfLocator, TextLocator
+from research.engine.contracts import (
+    Block,
+    EvidenceScope,
+    Heading,
+    PageSpan,
+    PdfLocator,
+    TextLocator,
+)
 from research.engine.ledger import (
     RejectedExcerpt,
     SnapshotIndex,
@@ -169,6 +178,113 @@ def test_any_slice_of_a_snapshot_verifies_to_an_equivalent_span(
     assert normalize_for_matching(excerpt) in normalize_for_matching(
         snapshot[result.start : result.end]
     )
+
+
+# Block rules ------------------------------------------------------------------------------------
+
+BLOCKED = "Tasks\n\nIt is always released when doing I/O.\n\nPast efforts failed.\n\ndef f():\n    return 1\n\nNote\nIf the wait is cancelled, it stops.\n\nCell a\tCell b\nCell c\tCell d"
+
+
+def _blocks(text: str, kinds: list[str], gaps: frozenset[int] = frozenset()) -> list[Block]:
+    """Blocks at the non-separator runs of ``text`` (separators are \\n, \\n\\n and \\t)."""
+    spans = [m.span() for m in re.finditer(r"[^\n\t]+", text)]
+    assert len(spans) == len(kinds)
+    return [
+        Block(start=start, end=end, kind=kind, after_gap=number in gaps)
+        for number, ((start, end), kind) in enumerate(zip(spans, kinds, strict=True))
+    ]
+
+
+BLOCK_KINDS_OF_BLOCKED = [
+    "heading",
+    "paragraph",
+    "paragraph",
+    "code",
+    "code",
+    "term",
+    "paragraph",
+    "cell",
+    "cell",
+    "cell",
+    "cell",
+]
+
+
+def _blocked_index(gaps: frozenset[int] = frozenset()) -> SnapshotIndex:
+    blocks = _blocks(BLOCKED, BLOCK_KINDS_OF_BLOCKED, gaps)
+    # The two lines of the code sample are one block.
+    code = [b for b in blocks if b.kind == "code"]
+    merged = Block(start=code[0].start, end=code[1].end, kind="code")
+    blocks = [b for b in blocks if b.kind != "code"]
+    blocks.insert(3, merged)
+    return SnapshotIndex(BLOCKED, blocks=blocks)
+
+
+def test_excerpt_running_into_the_next_block_as_one_sentence_is_refused() -> None:
+    result = _blocked_index().verify("always released when doing I/O. Past efforts")
+    assert isinstance(result, RejectedExcerpt)
+    assert "one block of the page into the next" in result.reason
+
+
+def test_excerpt_of_consecutive_blocks_that_keeps_the_break_is_stored_with_it() -> None:
+    result = _blocked_index().verify("Note\nIf the wait is cancelled")
+    assert isinstance(result, VerifiedExcerpt)
+    assert result.text == "Note\nIf the wait is cancelled"
+    table = _blocked_index().verify("Cell a Cell b\nCell c\tCell d")
+    assert isinstance(table, RejectedExcerpt)  # the cell break is missing after "Cell a"
+    table = _blocked_index().verify("Cell a\tCell b\nCell c\tCell d")
+    assert isinstance(table, VerifiedExcerpt)
+    assert table.text == "Cell a\tCell b\nCell c\tCell d"
+
+
+def test_excerpt_inside_one_block_verifies_as_before() -> None:
+    result = _blocked_index().verify("released when  doing I/O.")
+    assert isinstance(result, VerifiedExcerpt)
+    assert result.text == "released when doing I/O."
+    assert result.code is False
+
+
+def test_code_is_evidence_only_as_a_whole_block() -> None:
+    whole = _blocked_index().verify("def f():\n  return 1")
+    assert isinstance(whole, VerifiedExcerpt)
+    assert whole.code is True
+    assert whole.text == "def f():\n    return 1"
+    part = _blocked_index().verify("return 1")
+    assert isinstance(part, RejectedExcerpt)
+    assert "code is quoted whole" in part.reason
+    mixed = _blocked_index().verify("Past efforts failed.\ndef f():\n    return 1")
+    assert isinstance(mixed, RejectedExcerpt)
+
+
+def test_excerpt_across_left_out_text_is_refused_even_with_a_break() -> None:
+    index = _blocked_index(gaps=frozenset({2}))
+    result = index.verify("doing I/O.\nPast efforts failed.")
+    assert isinstance(result, RejectedExcerpt)
+    assert "not next to each other" in result.reason
+
+
+def test_a_later_occurrence_inside_one_block_is_taken_when_the_first_crosses_blocks() -> None:
+    text = "alpha beta\n\ngamma alpha\n\nbeta gamma alpha beta"
+    index = SnapshotIndex(text, blocks=_blocks(text, ["paragraph"] * 3))
+    result = index.verify("alpha beta gamma")
+    assert isinstance(result, RejectedExcerpt)
+    result = index.verify("gamma alpha beta")
+    assert isinstance(result, VerifiedExcerpt)
+    assert text[result.start : result.end] == "gamma alpha beta"
+    assert result.start == text.rindex("gamma alpha beta")
+
+
+def test_code_excerpt_gets_a_code_locator() -> None:
+    blocks = _blocked_index()._blocks
+    document = make_document(BLOCKED, blocks=blocks)
+    outcome = verify_candidates(
+        [make_candidate("def f():\n    return 1"), make_candidate("return 1")],
+        run_id="run-1",
+        source_id="src-1",
+        document=document,
+    )
+    assert [item.locator.code for item in outcome.evidence] == [True]
+    assert outcome.rejected_count == 1
 
 
 # Evidence construction --------------------------------------------------------------------------

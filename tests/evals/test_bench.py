@@ -64,3 +64,19 @@ ratio pipeline / direct (median): 1.05"""
 def test_percentiles_pick_ranked_values():
     values = [float(n) for n in range(1, 101)]
     assert percentile(values, 0.5) == 51.0 and percentile(values, 0.95) == 95.0
+
+
+def test_real_documentation_figures_are_read_too():
+    output = """ratio pipeline / direct (median): 0.92
+real documentation pages: 60 from 6 sets; rounds: 5
+pipeline on real documentation                       2.7           3.8
+direct on real documentation                         2.4           3.9
+ratio on real documentation (median): 1.11"""
+
+    assert parse(output) == {
+        "ratio_pipeline_to_trafilatura": 0.92,
+        "real_docs_pages": 60,
+        "real_docs_pipeline_pages_per_s": 2.7,
+        "real_docs_trafilatura_pages_per_s": 2.4,
+        "real_docs_ratio_pipeline_to_trafilatura": 1.11,
+    }

@@ -272,3 +272,54 @@ def test_on_a_page_about_the_topic_a_figure_answers_only_questions_that_want_one
 
     assert [e.excerpt[:12] for e in words.value.evidence] == ["Exhaust-air "]
     assert any("62 per cent" in e.excerpt for e in figures.value.evidence)
+
+
+_BLOCKED_PAGE = """<html><head><title>The global interpreter lock</title></head><body><main>
+<h1>The global interpreter lock</h1>
+<p>The global interpreter lock is always released when doing blocking I/O.</p>
+<p>Past efforts to remove the global interpreter lock slowed single threads by 30 percent.</p>
+<ul><li>The lock protects reference counts of every object.</li>
+<li>Extension modules may release the lock around long computations.</li></ul>
+<pre>import threading
+# the global interpreter lock is released while this thread sleeps on I/O
+threading.Thread(target=sleep_on_io).start()</pre>
+<table><tr><th>Version</th><th>Lock change</th></tr>
+<tr><td>3.2</td><td>new lock implementation</td></tr>
+<tr><td>3.13</td><td>optional free-threaded lock build</td></tr></table>
+<p>The interpreter checks the lock every five milliseconds by default in current versions.</p>
+</main></body></html>"""
+
+
+def test_passages_stay_inside_the_blocks_of_the_page_and_never_quote_code():
+    from research.engine.contracts import ExtractionRequest, PlanQuestion
+    from research.sources.extract_html import extract_html
+
+    page = extract_html(_BLOCKED_PAGE.encode(), url="https://docs.example.org/gil")
+    code = next(b for b in page.blocks if b.kind == "code")
+    request = ExtractionRequest(
+        source_id="src-1",
+        title=page.title,
+        kind="html",
+        text=page.text,
+        blocks=page.blocks,
+        questions=[
+            PlanQuestion(id="q1", text="When is the global interpreter lock released?"),
+            PlanQuestion(id="q2", text="Which versions changed the lock?"),
+        ],
+    )
+    evidence = ExtractiveModelClient().extract(request).value.evidence
+
+    assert evidence
+    for item in evidence:
+        start = page.text.index(item.excerpt)
+        end = start + len(item.excerpt)
+        inside = [b for b in page.blocks if b.start < end and start < b.end]
+        assert code not in inside, item.excerpt
+        if len(inside) > 1:
+            # Only a table is quoted across blocks, and then with its breaks.
+            assert all(b.kind == "cell" for b in inside), item.excerpt
+            assert "\t" in item.excerpt
+        else:
+            assert inside[0].start <= start and end <= inside[0].end
+    assert not any("I/O. Past" in item.excerpt for item in evidence)
+    assert any(item.excerpt.startswith("Version\tLock change\n3.2") for item in evidence)

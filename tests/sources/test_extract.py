@@ -71,7 +71,15 @@ def test_headings_carry_offsets_into_the_snapshot(web: FrozenWeb) -> None:
 def test_lists_and_tables_keep_one_item_per_line(web: FrozenWeb) -> None:
     doc = read(web, "/projects/line-3-extension", "harwick-transit.test")
 
-    assert "\n- Supply-chain disruption in 2020 and 2021" in doc.text
+    # One item per line, as the page shows it: no bullet the page does not print, and the
+    # block map says it is a list item.
+    item = "Supply-chain disruption in 2020 and 2021"
+    assert f"\n{item}" in doc.text
+    assert "- Supply-chain" not in doc.text
+    start = doc.text.index(item)
+    block = next(b for b in doc.blocks if b.start == start)
+    assert block.kind == "item"
+    assert doc.text[block.end] == "\n" and doc.text[block.end + 1] != "\n"
 
 
 def test_pdf_text_is_page_aware(web: FrozenWeb) -> None:

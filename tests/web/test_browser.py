@@ -90,8 +90,14 @@ def server_env(web: FrozenWeb, data_dir: Path) -> dict[str, str]:
     return env
 
 
+class ServedApp(str):
+    """The served app's base URL, knowing the data directory of its database."""
+
+    data_dir: Path
+
+
 @pytest.fixture(scope="module")
-def served_app(browser_executable, tmp_path_factory) -> Iterator[str]:
+def served_app(browser_executable, tmp_path_factory) -> Iterator[ServedApp]:
     """Daphne on a free port with its embedded worker, pointed at the frozen web."""
     data_dir = tmp_path_factory.mktemp("browser-app")
     with serve_frozen_web() as web:
@@ -124,7 +130,8 @@ def served_app(browser_executable, tmp_path_factory) -> Iterator[str]:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-            base = f"http://127.0.0.1:{port}"
+            base = ServedApp(f"http://127.0.0.1:{port}")
+            base.data_dir = data_dir
             try:
                 _wait_until_serving(base, process, log_path)
                 yield base
@@ -244,3 +251,152 @@ def test_research_from_question_to_exported_report(page, tmp_path):
     shutil.copy(target, ARTIFACTS / "report.md")
 
     assert not [e for e in page.console_errors if "CSP violation" in e], page.console_errors
+
+
+# --------------------------------------------------------------------------------------------
+# Source text read back from the rendered page
+# --------------------------------------------------------------------------------------------
+
+TAG_LIKE = "if a<b and c>d"
+TASK = "<Task finished coro=<bug() done, defined at t.py:3> result=None>"
+SCRIPT = "<script>document.title='pwned'</script>"
+PROSE = f"{TAG_LIKE} is true.\n{TASK}\nTom &amp; Jerry\t{SCRIPT}"
+CODE = f'>>> task\n{TASK}\n  File "t.py", line 1, in <module>'
+TITLE = f"Coroutines: <module> & {SCRIPT}"
+# Creates, in the served app's database, a completed run of the demo user whose source and
+# evidence hold the strings above; prints the run id.
+SEED = """
+import hashlib
+from django.utils import timezone
+from accounts.models import User
+from research.models import ResearchEvidence, ResearchRun, ResearchSource
+texts = {texts!r}
+owner = User.objects.get(username="demo")
+plan = {{"objective": "Exact text", "questions": [{{"id": "q1", "text": "What is shown?"}}],
+        "completion_criteria": {{"required_question_ids": ["q1"]}}}}
+run = ResearchRun.objects.create(owner=owner, question="Exact text", status="completed",
+                                 plan=plan, plan_version=1, completed_at=timezone.now())
+source = ResearchSource.objects.create(run=run, status="fetched", url="https://docs.example.org/t",
+                                       canonical_url="https://docs.example.org/t", domain="docs.example.org",
+                                       title=texts["title"], snapshot_text="x")
+ids = []
+for start, name, code in ((0, "prose", False), (2, "code", True)):
+    digest = hashlib.sha256(texts[name].encode()).hexdigest()
+    ResearchEvidence.objects.create(
+        id="ev-" + digest[:20], run=run, source=source, excerpt=texts[name], question_ids=["q1"],
+        locator={{"kind": "html", "start": start, "end": start + 1, "snapshot_hash": "a" * 64,
+                 "code": code}},
+        evidence_hash=digest, relevance_bp=9000, confidence_bp=8000)
+    ids.append("ev-" + digest[:20])
+run.report = {{"title": "Report on " + texts["prose"].splitlines()[0], "mode": "model",
+              "executive_summary": [{{"claim_id": "c1", "kind": "finding", "text": texts["prose"],
+                                     "evidence_ids": ids}}]}}
+run.save()
+print(run.pk)
+"""
+
+
+def _seed_run(data_dir: Path) -> str:
+    texts = {"prose": PROSE, "code": CODE, "title": TITLE}
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env["DATA_DIR"] = str(data_dir)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", SEED.format(texts=texts)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_source_text_reads_back_exactly_from_the_rendered_page(page, served_app):
+    run_id = _seed_run(served_app.data_dir)
+    page.goto("/accounts/login/")
+    page.fill("#id_username", "demo")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/")
+    page.goto(f"/runs/{run_id}/report/")
+    excerpts = page.locator("#sources blockquote.excerpt")
+    assert sorted(excerpts.all_inner_texts()) == sorted([PROSE, CODE])
+    assert page.locator("#sources pre.code").inner_text() == CODE
+    assert page.locator(".statement-text").first.inner_text() == PROSE
+    assert TITLE in page.locator("#sources .source-link").first.inner_text()
+    # The citation panel shows the same excerpt.
+    page.locator("article a.citation").first.click()
+    panel = page.locator("#citation-panel blockquote.excerpt")
+    panel.wait_for()
+    assert panel.inner_text() in (PROSE, CODE)
+    # Nothing in the text ran.
+    assert page.title() != "pwned"
+    assert page.evaluate("document.querySelectorAll('script:not([src])').length") == 0
+    shot(page, "exact-text")
+    assert not [e for e in page.console_errors if "CSP violation" in e], page.console_errors
+
+
+# --------------------------------------------------------------------------------------------
+# Chromium's innerText: a second independent rendering of real documentation pages
+# --------------------------------------------------------------------------------------------
+
+# Pages per documentation set read in Chromium (with their own style sheets): a browser page
+# load costs far more than the lxml rendering, which checks 330 pages in the sources tests.
+CHROMIUM_PAGES_PER_SET = 2
+
+
+def test_cited_excerpts_occur_in_chromium_inner_text_of_real_pages(
+    browser_executable, real_docs_web
+):
+    from urllib.parse import urlsplit
+
+    from playwright.sync_api import sync_playwright
+
+    from research.sources.safe_fetch import SafeFetcher
+    from tests.fixtures.real_docs.catalogue import DOC_SETS
+    from tests.fixtures.real_docs.measure import measure_page, sample_pages
+    from tests.fixtures.real_docs.rendering import occurs_in_rendering
+
+    by_host = {docset.host: docset for docset in DOC_SETS.values()}
+
+    def serve(route) -> None:
+        # Pages, style sheets and images come from where Debian installed them; nothing else.
+        url = urlsplit(route.request.url)
+        docset = by_host.get(url.hostname or "")
+        if docset is None or not url.path.startswith(docset.prefix):
+            route.abort()
+            return
+        file = docset.root / url.path[len(docset.prefix) :]
+        # The pages' own script files stay out: the text is what the HTML and CSS show.
+        if file.is_file() and file.suffix != ".js":
+            route.fulfill(path=str(file))
+        else:
+            route.abort()
+
+    fetcher = SafeFetcher(real_docs_web.sources_config())
+    checked = 0
+    missing = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=browser_executable, headless=True, args=CHROMIUM_ARGS
+        )
+        # JavaScript stays on for Playwright's own calls (add_style_tag needs it).
+        context = browser.new_context()
+        context.route("**/*", serve)
+        tab = context.new_page()
+        for docpage in sample_pages(CHROMIUM_PAGES_PER_SET):
+            result = measure_page(docpage, fetcher, real_docs_web.port)
+            tab.goto(f"http://{docpage.host}{docpage.path}")
+            # Node.js's style sheet defers painting sections off screen (content-visibility:
+            # auto), which keeps them out of innerText until a reader scrolls to them.
+            tab.add_style_tag(content="* { content-visibility: visible !important; }")
+            inner_text = tab.locator("body").inner_text()
+            checked += len(result.excerpts)
+            missing += [
+                (docpage.path, excerpt)
+                for excerpt in result.excerpts
+                if not occurs_in_rendering(excerpt, inner_text)
+            ]
+        browser.close()
+    assert checked >= 5 * CHROMIUM_PAGES_PER_SET * len(DOC_SETS)
+    assert missing == [], "\n".join(f"{path}: {excerpt!r}" for path, excerpt in missing)

@@ -1,0 +1,420 @@
+"""The visible text of an HTML page as blocks, laid out the way a browser shows it.
+
+``page_blocks`` walks the parsed page once and cuts its visible text into blocks by the rules
+browsers follow for ``innerText``: every block-level element, line break (``<br>``), list
+item, definition term and description and table cell ends one block and starts the next;
+inline elements (links, emphasis, ``<code>``, spans) join with exactly the white space the
+page has, collapsed to single spaces; preformatted text (``<pre>``) keeps its lines and becomes
+one code block; hidden elements (scripts, styles, templates, ``hidden``, ``display: none``)
+give nothing. Each block remembers how far it stands from the one before (a table cell, a
+line, a paragraph), which becomes the separator in the snapshot.
+
+Which blocks are the page's main content is trafilatura's decision: ``main_blocks`` keeps the
+blocks whose text trafilatura's extraction contains, in order, so navigation, footers and
+boilerplate drop out while the text itself is ours, taken from the page as it is.
+``remove_permalink_marks`` first deletes the "link to this heading" marks documentation
+generators add ("¶", "#"), which are controls, not words of the page.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from lxml import etree
+from trafilatura.settings import MANUALLY_CLEANED
+
+from research.engine.contracts import BlockKind
+from research.sources.snapshot import (
+    CELL_BREAK,
+    LINE_BREAK,
+    PARAGRAPH_BREAK,
+    normalize_code,
+    normalize_inline,
+)
+
+# Separation strengths, weakest first, and the separator each writes.
+_CELL, _LINE, _PARAGRAPH = 0, 1, 2
+SEPARATORS = (CELL_BREAK, LINE_BREAK, PARAGRAPH_BREAK)
+
+# Elements the HTML standard's rendering section lays out as blocks (display: block, list-item,
+# table parts) and so on lines of their own.
+_BLOCK_ELEMENTS = frozenset(
+    {
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "caption",
+        "center",
+        "dd",
+        "details",
+        "dialog",
+        "dir",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hgroup",
+        "hr",
+        "html",
+        "legend",
+        "li",
+        "main",
+        "menu",
+        "nav",
+        "ol",
+        "optgroup",
+        "option",
+        "p",
+        "section",
+        "search",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "tr",
+        "ul",
+    }
+)
+# Block elements whose neighbours are one line away, not a paragraph: list items, definition
+# terms and descriptions, table rows and row groups.
+_LINE_ELEMENTS = frozenset({"li", "dt", "dd", "tr", "thead", "tbody", "tfoot", "option"})
+_CELL_ELEMENTS = frozenset({"td", "th"})
+_LIST_ELEMENTS = frozenset({"ul", "ol", "dl", "menu", "dir"})
+# Elements whose content a browser does not show as text of the page: scripts, styles,
+# metadata, embedded documents and media fallbacks, form controls with their own rendering.
+_HIDDEN_ELEMENTS = frozenset(
+    {
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "head",
+        "title",
+        "meta",
+        "link",
+        "iframe",
+        "frame",
+        "frameset",
+        "object",
+        "embed",
+        "audio",
+        "video",
+        "canvas",
+        "textarea",
+        "select",
+        "datalist",
+    }
+)
+# Elements whose white space is preserved (white-space: pre): code and other preformatted text.
+_PREFORMATTED = frozenset({"pre", "listing", "xmp", "plaintext"})
+_HEADING_LEVELS = {f"h{level}": level for level in range(1, 7)}
+_KINDS: dict[str, BlockKind] = {"li": "item", "dt": "term", "td": "cell", "th": "cell"}
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+# A permalink mark has no word in it: one to three symbols such as "¶", "#", "§" or "🔗".
+_WORDLESS = re.compile(r"^\W{1,3}$")
+# Elements trafilatura deletes with their text before it looks for the main content (``time``,
+# ``label``, ``button``, ``math``, ``nav``, ``footer``...): their text is never in its
+# extraction, so a block is compared with the extraction without it.
+_UNSEEN_BY_EXTRACTOR = frozenset(MANUALLY_CLEANED)
+# ARIA roles by which a page itself says a part is not its content (site header and footer,
+# navigation, search, menus); their text is kept out of the main content the same way.
+_NOT_CONTENT_ROLES = frozenset({"banner", "contentinfo", "navigation", "search", "menu", "menubar"})
+
+
+@dataclass(frozen=True, slots=True)
+class PageBlock:
+    """One block of a page's visible text.
+
+    ``separation`` is how far it stands from the block before (0 a table cell, 1 a line,
+    2 a paragraph); ``level`` is the heading level (0 for other blocks); ``key`` is the text
+    in the form it is compared with the main-content extraction (see :func:`match_key`);
+    ``after_gap`` says blocks of the page were left out just before it.
+    """
+
+    kind: BlockKind
+    text: str
+    separation: int = _PARAGRAPH
+    level: int = 0
+    key: str = ""
+    after_gap: bool = False
+
+    @property
+    def separator(self) -> str:
+        return SEPARATORS[self.separation]
+
+
+def remove_permalink_marks(root: etree._Element) -> int:
+    """Delete the permalink marks of documentation generators; return how many.
+
+    A permalink mark is a link to the element it stands in (or to itself) whose text has no
+    letter or digit: Sphinx's "¶" after every heading and definition, Node.js's "#". It offers
+    "link to here" and is no word of the page, so it must not end up in titles, headings or
+    quotations. A footnote mark ("*", "†") links elsewhere and stays.
+    """
+    marks = []
+    for link in root.iter("a"):
+        href = (link.get("href") or "").strip()
+        if len(href) < 2 or not href.startswith("#"):
+            continue
+        text = "".join(link.itertext()).strip()
+        if not _WORDLESS.match(text) or not _names_itself_or_ancestor(link, href[1:]):
+            continue
+        marks.append(link)
+    for link in marks:
+        _drop_keeping_tail(link)
+    return len(marks)
+
+
+def _names_itself_or_ancestor(link: etree._Element, target: str) -> bool:
+    node: etree._Element | None = link
+    while node is not None:
+        if node.get("id") == target or node.get("name") == target:
+            return True
+        node = node.getparent()
+    return False
+
+
+def _drop_keeping_tail(element: etree._Element) -> None:
+    parent = element.getparent()
+    if parent is None:
+        return
+    tail = element.tail or ""
+    previous = element.getprevious()
+    if previous is not None:
+        previous.tail = (previous.tail or "") + tail
+    else:
+        parent.text = (parent.text or "") + tail
+    parent.remove(element)
+
+
+def _unseen(element: etree._Element, tag: str) -> bool:
+    """Whether the element's text can never be main content (see ``main_blocks``)."""
+    return tag in _UNSEEN_BY_EXTRACTOR or (element.get("role") or "").lower() in _NOT_CONTENT_ROLES
+
+
+def _hidden(element: etree._Element, tag: str) -> bool:
+    if tag in _HIDDEN_ELEMENTS or element.get("hidden") is not None:
+        return True
+    style = element.get("style")
+    return bool(style) and bool(_HIDDEN_STYLE.search(style))
+
+
+class _Layout:
+    """Collects inline text into blocks while the page is walked."""
+
+    def __init__(self) -> None:
+        self.blocks: list[PageBlock] = []
+        self.pieces: list[str] = []
+        # The same text without what the extractor never sees.
+        self.seen: list[str] = []
+        self.unseen_depth = 0
+        self.kinds: list[tuple[BlockKind, int]] = []
+        self.kind: tuple[BlockKind, int] = ("paragraph", 0)
+        # The outermost boundary crossed since the last block: (depth, strength).
+        self.pending: tuple[int, int] | None = None
+
+    def boundary(self, depth: int, strength: int) -> None:
+        self.flush()
+        if self.pending is None or (depth, -strength) < (self.pending[0], -self.pending[1]):
+            self.pending = (depth, strength)
+
+    def text(self, value: str | None) -> None:
+        if not value:
+            return
+        if not self.pieces:
+            if not value.strip():
+                return
+            self.kind = self.kinds[-1] if self.kinds else ("paragraph", 0)
+        self.pieces.append(value)
+        if not self.unseen_depth:
+            self.seen.append(value)
+
+    def flush(self) -> None:
+        if not self.pieces:
+            return
+        text = normalize_inline("".join(self.pieces))
+        key = match_key("".join(self.seen))
+        self.pieces, self.seen = [], []
+        if text:
+            kind, level = self.kind
+            self._emit(PageBlock(kind, text, self._separation(), level, key))
+
+    def code(self, text: str, seen: bool) -> None:
+        text = normalize_code(text)
+        if text.strip():
+            key = match_key(text) if seen else ""
+            self._emit(PageBlock("code", text, self._separation(), 0, key))
+
+    def _separation(self) -> int:
+        return self.pending[1] if self.pending is not None else _PARAGRAPH
+
+    def _emit(self, block: PageBlock) -> None:
+        self.blocks.append(block)
+        self.pending = None
+
+
+def _strength(tag: str, items_open: int) -> int:
+    if tag in _CELL_ELEMENTS:
+        return _CELL
+    if tag in _LINE_ELEMENTS or (tag in _LIST_ELEMENTS and items_open):
+        return _LINE
+    return _PARAGRAPH
+
+
+def page_blocks(root: etree._Element) -> list[PageBlock]:
+    """The visible text of the page under ``root`` as blocks, in reading order."""
+    layout = _Layout()
+    items_open = 0
+    # An explicit stack instead of recursion: a page may nest elements thousands deep.
+    # Entries are (element, depth, entering); leaving an element also handles its tail.
+    stack: list[tuple[etree._Element, int, bool]] = [(root, 0, True)]
+    while stack:
+        element, depth, entering = stack.pop()
+        tag = element.tag if isinstance(element.tag, str) else ""
+        if not entering:
+            if _unseen(element, tag):
+                layout.unseen_depth -= 1
+            if tag in _BLOCK_ELEMENTS:
+                if tag in _KINDS or tag in _HEADING_LEVELS:
+                    layout.kinds.pop()
+                if tag in ("li", "dt", "dd"):
+                    items_open -= 1
+                layout.boundary(depth, _strength(tag, items_open))
+            layout.text(element.tail)
+            continue
+        if not tag or _hidden(element, tag):
+            # Comments, processing instructions and hidden elements show only their tail.
+            layout.text(element.tail)
+            continue
+        if tag in _PREFORMATTED:
+            layout.boundary(depth, _PARAGRAPH)
+            layout.code(_preformatted_text(element), seen=not layout.unseen_depth)
+            layout.boundary(depth, _PARAGRAPH)
+            layout.text(element.tail)
+            continue
+        if tag == "br":
+            layout.boundary(depth, _LINE)
+            layout.text(element.tail)
+            continue
+        if tag in _BLOCK_ELEMENTS:
+            if tag in ("li", "dt", "dd"):
+                items_open += 1
+            layout.boundary(depth, _strength(tag, items_open))
+            if tag in _HEADING_LEVELS:
+                layout.kinds.append(("heading", _HEADING_LEVELS[tag]))
+            elif tag in _KINDS:
+                layout.kinds.append((_KINDS[tag], 0))
+        if _unseen(element, tag):
+            layout.unseen_depth += 1
+        layout.text(element.text)
+        stack.append((element, depth, False))
+        stack.extend((child, depth + 1, True) for child in reversed(element))
+    layout.flush()
+    return layout.blocks
+
+
+def _preformatted_text(pre: etree._Element) -> str:
+    """The text of a ``<pre>`` as shown: white space kept, ``<br>`` as a line break, hidden
+    descendants left out, and the line break right after the start tag dropped (HTML's
+    parsing rule for ``pre``)."""
+    parts: list[str] = []
+    stack: list[tuple[etree._Element, bool]] = [(pre, True)]
+    while stack:
+        element, entering = stack.pop()
+        tag = element.tag if isinstance(element.tag, str) else ""
+        if not entering:
+            if element is not pre and element.tail:
+                parts.append(element.tail)
+            continue
+        if element is not pre and (not tag or _hidden(element, tag)):
+            if element.tail:
+                parts.append(element.tail)
+            continue
+        if tag == "br":
+            parts.append("\n")
+        elif element.text:
+            parts.append(element.text)
+        stack.append((element, False))
+        stack.extend((child, True) for child in reversed(element))
+    text = "".join(parts)
+    return text[1:] if text.startswith("\n") else text
+
+
+# How much text of trafilatura's extraction may lie between two blocks we keep without
+# costing the second block its place: a caption or a label we do not show as a block. It is
+# small so that a short navigation entry ("Installation") is not taken for the heading a few
+# paragraphs further on.
+_SLACK_CHARS = 40
+# A block at least this long (without white space) is distinctive enough to be looked for
+# anywhere ahead, so the matching catches up after a stretch of the extraction we could not
+# follow; shorter ones are only looked for close to where the matching stands.
+_RESYNC_CHARS = 60
+
+
+def match_key(text: str) -> str:
+    """The form in which a block's text is compared with trafilatura's extraction: NFC,
+    printable characters only (trafilatura drops the others), no white space at all (it
+    re-spaces text freely)."""
+    if not text.isprintable():
+        text = "".join(char for char in text if char.isprintable() or char.isspace())
+    return "".join(unicodedata.normalize("NFC", text).split())
+
+
+def main_blocks(blocks: Iterable[PageBlock], extracted: str) -> list[PageBlock]:
+    """The blocks that make up the main content, as trafilatura's ``extracted`` text (all of
+    it, in reading order) says: each block is kept when its text comes next in the
+    extraction. A kept block after blocks that were left out is marked ``after_gap`` and
+    stands a paragraph apart, so nothing reads as if the two were neighbours on the page.
+
+    A block with the same text as the block kept just before it takes that block's place:
+    a page's title in a breadcrumb trail matches the extraction first, and the heading of the
+    article that follows says the same where it belongs.
+    """
+    reference = match_key(extracted)
+    kept: list[PageBlock] = []
+    cursor = 0
+    separation = -1
+    dropped = False
+    for block in blocks:
+        key = block.key
+        separation = max(separation, block.separation)
+        found = -1
+        if key:
+            found = reference.find(key, cursor, cursor + len(key) + _SLACK_CHARS)
+            if found < 0 and len(key) >= _RESYNC_CHARS:
+                found = reference.find(key, cursor)
+        if found < 0:
+            if key and kept and kept[-1].key == key:
+                kept[-1] = replace(
+                    block, separation=kept[-1].separation, after_gap=kept[-1].after_gap
+                )
+                separation, dropped = -1, False
+            else:
+                dropped = True
+            continue
+        if dropped and kept:
+            kept.append(replace(block, separation=_PARAGRAPH, after_gap=True))
+        else:
+            kept.append(replace(block, separation=max(separation, block.separation)))
+        separation, dropped = -1, False
+        cursor = found + len(key)
+    return kept
