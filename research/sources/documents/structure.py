@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from research.sources.snapshot import ExtractedText, SnapshotBuilder
+from research.sources.snapshot import (
+    CELL_BREAK,
+    LINE_BREAK,
+    PARAGRAPH_BREAK,
+    ExtractedText,
+    SnapshotBuilder,
+)
 
 
 @dataclass(frozen=True)
@@ -61,11 +67,12 @@ def build_snapshot(
     published_at: str | None = None,
     language: str | None = None,
 ) -> ExtractedText:
-    """Lay ``blocks`` out as snapshot text with heading offsets.
+    """Lay ``blocks`` out as snapshot text with heading offsets and a block map.
 
-    Lists and tables are written as the HTML extractor writes them: one ``- item`` or one
-    ``cell | cell`` row per line. Without a ``title``, the first heading (else the first line)
-    is the title.
+    The layout is the web pipeline's: each list item is an ``item`` block on its own line,
+    each table cell a ``cell`` block (tab between the cells of a row, line break between
+    rows), code keeps its line breaks as a ``code`` block. Without a ``title``, the first
+    heading (else the first line) is the title.
     """
     builder = SnapshotBuilder()
     for block in blocks:
@@ -74,11 +81,23 @@ def build_snapshot(
         elif isinstance(block, ParagraphBlock):
             builder.paragraph(block.text)
         elif isinstance(block, ListBlock):
-            builder.lines([f"- {item}" for item in block.items if item.strip()])
+            separator = PARAGRAPH_BREAK
+            for item in block.items:
+                if item.strip():
+                    builder.paragraph(item, kind="item", separator=separator)
+                    separator = LINE_BREAK
         elif isinstance(block, TableBlock):
-            builder.lines([" | ".join(row) for row in block.rows if any(c.strip() for c in row)])
+            separator = PARAGRAPH_BREAK
+            for row in block.rows:
+                if not any(cell.strip() for cell in row):
+                    continue
+                for cell in row:
+                    if cell.strip():
+                        builder.paragraph(cell, kind="cell", separator=separator)
+                        separator = CELL_BREAK
+                separator = LINE_BREAK
         else:
-            builder.block(block.text)
+            builder.code(block.text)
     text = builder.text
     if not title:
         first_heading = builder.headings[0].text if builder.headings else ""
@@ -86,6 +105,7 @@ def build_snapshot(
     return ExtractedText(
         text=text,
         headings=builder.headings,
+        blocks=builder.blocks,
         title=title[:500],
         author=author,
         published_at=published_at,

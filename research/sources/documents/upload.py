@@ -69,7 +69,11 @@ def parse_upload(
     if not extracted.text.strip():
         raise DocumentRefused("no_text", "This document has no readable text.")
     snapshot = bound_snapshot(
-        extracted.text, extracted.headings, extracted.pages, limits.max_text_bytes
+        extracted.text,
+        extracted.headings,
+        extracted.pages,
+        limits.max_text_bytes,
+        extracted.blocks,
     )
     title = normalize_inline(extracted.title) or normalize_inline(PurePosixPath(name).stem)
     return SourceDocument(
@@ -88,6 +92,7 @@ def parse_upload(
         text=snapshot.text,
         headings=snapshot.headings,
         pages=snapshot.pages,
+        blocks=snapshot.blocks,
         truncated=snapshot.truncated or truncated,
         content_bytes=snapshot.content_bytes,
         retrieved_at=uploaded_at or datetime.now(UTC),

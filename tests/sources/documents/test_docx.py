@@ -66,10 +66,12 @@ def test_the_snapshot_has_heading_offsets_and_table_rows_with_separators() -> No
 
     for heading in extracted.headings:
         assert extracted.text[heading.offset : heading.offset + len(heading.text)] == heading.text
-    assert "\n\nSite | 2023 | 2024\nNorth mole | 410 | 455\nFerry slip | 120 | 96\n\n" in (
-        extracted.text
-    )
-    assert "\n\n- North mole\n- Ferry slip\n\n" in extracted.text
+    # The web pipeline's layout: a tab between the cells of a row, a line break between rows
+    # and between list items, each cell and item a block of its own (no added bullets or pipes).
+    assert "\n\nSite\t2023\t2024\nNorth mole\t410\t455\nFerry slip\t120\t96\n\n" in (extracted.text)
+    assert "\n\nNorth mole\nFerry slip\n\n" in extracted.text
+    kinds = {extracted.text[b.start : b.end]: b.kind for b in extracted.blocks}
+    assert kinds["Ferry slip"] in ("cell", "item") and kinds["455"] == "cell"
 
 
 def test_core_properties_give_title_author_date_and_language() -> None:

@@ -110,11 +110,11 @@ def test_a_docx_with_headings_and_a_table_gives_heading_locators() -> None:
         "Results",
     ]
 
-    evidence = evidence_for(document, "Ferry slip | 120 | 96")
+    evidence = evidence_for(document, "Ferry slip\t120\t96")
 
     assert isinstance(evidence.locator, TextLocator)
     assert (evidence.locator.kind, evidence.locator.heading) == ("text", "Results")
-    assert document.text[evidence.locator.start : evidence.locator.end] == "Ferry slip | 120 | 96"
+    assert document.text[evidence.locator.start : evidence.locator.end] == "Ferry slip\t120\t96"
 
 
 def test_markdown_keeps_headings_and_code_lines() -> None:
