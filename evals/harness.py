@@ -21,8 +21,8 @@ from evals.scoring import HostileText, Observation, TaskScore, WebReference, sco
 from evals.taskset import REAL_DOCS_SETS, Task
 from research import services
 from research.actors import build_orchestrator
-from research.engine.orchestrator import Orchestrator
 from research.engine.ports import ModelClient
+from research.engine.run.orchestrator import Orchestrator
 from research.engine.states import RunStatus
 from research.management.run_document import build_run_document
 from research.management.run_driver import OrchestratorFactory, RunDriver

@@ -21,8 +21,8 @@ from django.utils import timezone
 from dramatiq.middleware import TimeLimitExceeded
 
 from research.crashes import clear_crashes, record_crash
-from research.engine.orchestrator import Orchestrator
 from research.engine.ports import LeaseLost, ModelClient, SystemClock
+from research.engine.run.orchestrator import Orchestrator
 from research.engine.states import RunStatus, is_terminal
 from research.events import ChannelLayerEvents
 from research.leases import Heartbeat, claim_run, new_owner_id, release_lease, stale_runs

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from research.engine.guards import StopReason
-from research.engine.orchestrator import display_text
+from research.engine.run.progress import display_text
 from research.engine.states import RunStatus, is_legal_transition
 from research.models import ResearchRun
 from research.services import run_transition

@@ -30,8 +30,8 @@ from typing import Any
 from evals.backends import DelayedModelClient
 from research.engine.contracts import SearchCandidate, SourceDocument, SourcePolicy
 from research.engine.guards import MAX_CONCURRENT_FETCHES, MAX_CONCURRENT_SEARCHES
-from research.engine.orchestrator import Orchestrator
 from research.engine.ports import CandidateDrop, ModelClient, SourceAdapter, SystemClock
+from research.engine.run.orchestrator import Orchestrator
 from research.engine.urls import hostname
 from research.llm.extractive import ExtractiveModelClient
 from research.llm.scripted import ScriptedModelClient

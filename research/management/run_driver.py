@@ -15,8 +15,8 @@ from collections.abc import Callable
 from django.db import connection, transaction
 
 from research.crashes import record_crash
-from research.engine.orchestrator import Orchestrator
 from research.engine.ports import LeaseLost
+from research.engine.run.orchestrator import Orchestrator
 from research.engine.states import RunStatus
 from research.leases import Heartbeat, claim_run, new_owner_id, release_lease
 from research.models import ResearchRun

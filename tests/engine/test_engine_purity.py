@@ -8,7 +8,15 @@ from pathlib import Path
 import research.engine
 
 ENGINE_DIR = Path(research.engine.__file__).parent
-MODULES = sorted(ENGINE_DIR.glob("*.py"))
+MODULES = sorted(ENGINE_DIR.rglob("*.py"))
+
+
+def _dotted(path: Path) -> str:
+    """``research.engine.run.orchestrator`` for ``…/engine/run/orchestrator.py``."""
+    parts = path.relative_to(ENGINE_DIR).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(("research.engine", *parts))
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -22,13 +30,14 @@ def _imported_modules(path: Path) -> set[str]:
 
 
 def test_engine_modules_exist() -> None:
-    names = {path.stem for path in MODULES}
+    names = {_dotted(path).removeprefix("research.engine.") for path in MODULES}
     assert {"contracts", "states", "guards", "urls", "ledger", "citations", "ports"} <= names
+    assert {"run.orchestrator", "quality"} <= names
 
 
 def test_no_engine_module_imports_django() -> None:
     offenders = {
-        path.name: sorted(
+        _dotted(path): sorted(
             name for name in _imported_modules(path) if name.split(".")[0] == "django"
         )
         for path in MODULES
@@ -39,7 +48,7 @@ def test_no_engine_module_imports_django() -> None:
 def test_engine_imports_nothing_else_from_the_project() -> None:
     project_packages = {"research", "accounts", "config"}
     offenders = {
-        path.name: sorted(
+        _dotted(path): sorted(
             name
             for name in _imported_modules(path)
             if name.split(".")[0] in project_packages and not name.startswith("research.engine")
@@ -50,9 +59,7 @@ def test_engine_imports_nothing_else_from_the_project() -> None:
 
 
 def test_importing_the_whole_engine_loads_no_django() -> None:
-    modules = ", ".join(
-        f"research.engine.{path.stem}" for path in MODULES if path.stem != "__init__"
-    )
+    modules = ", ".join(_dotted(path) for path in MODULES)
     script = (
         f"import sys, {modules}\n"
         "loaded = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))\n"

@@ -22,8 +22,8 @@ from research.engine.contracts import (
     SynthesisRequest,
 )
 from research.engine.guards import budget_for
-from research.engine.orchestrator import PlanningFailed
 from research.engine.ports import LeaseLost, ModelError
+from research.engine.run.planning import PlanningFailed
 from research.engine.states import IllegalTransition, RunStatus
 from tests.engine.factories import make_document
 from tests.engine.fakes import TableExtractor, cite_everything

@@ -9,8 +9,8 @@ from typing import Any
 
 from research.engine.contracts import Budget, SourcePolicy
 from research.engine.guards import budget_for
-from research.engine.orchestrator import search_summary
 from research.engine.ports import CANDIDATE_DROPS, AcquisitionError
+from research.engine.run.execution import search_summary
 from tests.engine.factories import make_document
 from tests.engine.test_orchestrator import GDP_QUERY, INSEE, PAGES, PRESS, RESULTS, build
 

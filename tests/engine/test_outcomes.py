@@ -20,7 +20,6 @@ from research.engine.contracts import (
     Usage,
 )
 from research.engine.guards import budget_for
-from research.engine.orchestrator import Orchestrator
 from research.engine.outcomes import (
     OUTCOME_FILTERS,
     OutcomeKey,
@@ -29,6 +28,7 @@ from research.engine.outcomes import (
     run_outcome,
 )
 from research.engine.ports import AcquisitionError, FakeClock, ModelError
+from research.engine.run.orchestrator import Orchestrator
 from research.engine.states import Control, RunStatus
 from research.llm.extractive import ExtractiveModelClient
 from tests.engine.factories import make_evidence, make_source

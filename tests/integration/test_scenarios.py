@@ -27,8 +27,8 @@ from research.engine.contracts import (
     SynthesisRequest,
 )
 from research.engine.ledger import normalize_claim_key, normalize_for_matching
-from research.engine.orchestrator import follow_up_query
 from research.engine.ports import ModelError
+from research.engine.run.deciding import follow_up_query
 from research.llm.scripted import ScriptedModelClient
 from research.models import ResearchEvidence, ResearchRun, ResearchSource
 from research.store import DjangoStore

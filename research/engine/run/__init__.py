@@ -1,0 +1,1 @@
+"""A research run: the orchestrator (:mod:`.orchestrator`) and the phases it is made of."""
