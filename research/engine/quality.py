@@ -3,17 +3,9 @@
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from research.engine.contracts import (
-    SourceDocument,
-    SourceQuality,
-)
-from research.engine.guards import (
-    PRIMARY_CLASSES,
-)
-from research.engine.urls import (
-    UnsupportedURLError,
-    hostname,
-)
+from research.engine.contracts import SourceDocument, SourceQuality
+from research.engine.guards import PRIMARY_CLASSES
+from research.engine.urls import UnsupportedURLError, hostname
 
 # --------------------------------------------------------------------------------------------
 # Source quality

@@ -27,24 +27,12 @@ from research.engine.guards import (
     fingerprint_query,
     validate_actions,
 )
-from research.engine.ports import (
-    ModelError,
-)
-from research.engine.run.context import (
-    Halt,
-    Phase,
-    RunContext,
-    View,
-    budget_halt,
-)
-from research.engine.run.metering import (
-    OUTPUT_TOKEN_CAPS,
-)
+from research.engine.ports import ModelError
+from research.engine.run.context import Halt, Phase, RunContext, View, budget_halt
+from research.engine.run.metering import OUTPUT_TOKEN_CAPS
 from research.engine.run.progress import display_text
 from research.engine.states import RunStatus
-from research.engine.urls import (
-    evaluate_domain_policy,
-)
+from research.engine.urls import evaluate_domain_policy
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,5 @@
 """The research phase: the loop of iterations, why it stops, closing an iteration."""
 
-import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,8 +31,6 @@ from research.engine.run.context import (
     stop_message,
 )
 from research.engine.states import RunStatus
-
-logger = logging.getLogger(__name__)
 
 _S = RunStatus
 

@@ -14,7 +14,7 @@ caught here, so a worker that lost its run stops writing at once.
 The orchestrator itself holds the entry points (``advance``, ``revise_plan``), the controls
 (pause, cancel) and the status transitions; the work of each phase lives in the phase
 classes it is composed of (:mod:`.planning`, :mod:`.iterations`, :mod:`.deciding`,
-:mod:`.execution`, :mod:`.synthesis`), which share the per-run state of :mod:`.context`,
+:mod:`.execution`, :mod:`.extraction`, :mod:`.synthesis`), which share the per-run state of :mod:`.context`,
 pay for model calls through :mod:`.metering` and report through :mod:`.progress`.
 """
 
@@ -25,6 +25,7 @@ from research.engine.quality import SourceClassifier, classify_source
 from research.engine.run.context import CANCEL, PAUSE, Halt
 from research.engine.run.deciding import Deciding
 from research.engine.run.execution import Execution
+from research.engine.run.extraction import Extraction
 from research.engine.run.iterations import Iterations
 from research.engine.run.metering import CALLS_PER_REQUEST, Meter
 from research.engine.run.planning import Planning, PlanningFailed
@@ -37,7 +38,7 @@ __all__ = ["Orchestrator", "PlanningFailed"]
 _S = RunStatus
 
 
-class Orchestrator(Planning, Iterations, Deciding, Execution, Synthesis):
+class Orchestrator(Planning, Iterations, Deciding, Execution, Extraction, Synthesis):
     """Runs research runs through their lifecycle using only the ports.
 
     ``advance(run_id)`` does whatever the run's status calls for and returns when the run

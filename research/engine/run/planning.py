@@ -1,33 +1,15 @@
 """Planning: drafting and revising the plan, and the run's move to awaiting approval."""
 
-import logging
 import uuid
 from collections.abc import Sequence
 
-from research.engine.contracts import (
-    PlanReady,
-    PlanRequest,
-    ResearchPlan,
-    RunSnapshot,
-    Usage,
-)
-from research.engine.guards import (
-    BudgetRefused,
-)
-from research.engine.ports import (
-    ModelError,
-)
-from research.engine.run.context import (
-    Phase,
-    outage_stop,
-)
-from research.engine.run.metering import (
-    OUTPUT_TOKEN_CAPS,
-)
+from research.engine.contracts import PlanReady, PlanRequest, ResearchPlan, RunSnapshot, Usage
+from research.engine.guards import BudgetRefused
+from research.engine.ports import ModelError
+from research.engine.run.context import Phase, outage_stop
+from research.engine.run.metering import OUTPUT_TOKEN_CAPS
 from research.engine.run.progress import display_text
 from research.engine.states import RunStatus
-
-logger = logging.getLogger(__name__)
 
 _S = RunStatus
 

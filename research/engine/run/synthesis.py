@@ -1,6 +1,5 @@
 """Synthesis: writing the report, repairing citations, gaps and the evidence it is shown."""
 
-import logging
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -21,20 +20,9 @@ from research.engine.contracts import (
     SynthesisRequest,
     Usage,
 )
-from research.engine.guards import (
-    BudgetRefused,
-    estimate_tokens,
-)
-from research.engine.ports import (
-    ModelError,
-)
-from research.engine.run.context import (
-    Phase,
-    RunContext,
-    View,
-    outage_stop,
-    stop_message,
-)
+from research.engine.guards import BudgetRefused, estimate_tokens
+from research.engine.ports import ModelError
+from research.engine.run.context import Phase, RunContext, View, outage_stop, stop_message
 from research.engine.run.metering import (
     MIN_SYNTHESIS_OUTPUT_TOKENS,
     OUTPUT_TOKEN_CAPS,
@@ -42,8 +30,6 @@ from research.engine.run.metering import (
 )
 from research.engine.run.progress import display_text
 from research.engine.states import RunStatus
-
-logger = logging.getLogger(__name__)
 
 _S = RunStatus
 

@@ -1,0 +1,66 @@
+"""The report: statements, sections, gaps."""
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from research.engine.contracts.base import Confidence, Contract, Identifier, NonEmptyStr, _Part
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+
+
+class Statement(_Part):
+    """One statement of the report; findings must cite verified evidence of the same run."""
+
+    claim_id: Identifier
+    kind: Literal["finding", "analysis", "caveat"]
+    text: Annotated[str, Field(min_length=1, max_length=4000)]
+    evidence_ids: list[NonEmptyStr] = Field(default_factory=list)
+    confidence: Confidence = "medium"
+
+
+class ReportSection(_Part):
+    id: Identifier
+    title: Annotated[str, Field(min_length=1, max_length=300)]
+    statements: list[Statement] = Field(default_factory=list)
+
+
+class ReportContradiction(_Part):
+    summary: Annotated[str, Field(min_length=1, max_length=2000)]
+    evidence_ids: list[NonEmptyStr] = Field(default_factory=list)
+    resolution: str | None = None
+
+
+class ReportGap(_Part):
+    question_id: Identifier | None = None
+    description: Annotated[str, Field(min_length=1, max_length=2000)]
+
+
+class Report(Contract):
+    """The synthesised report. It never contains a URL: citations are evidence ids."""
+
+    title: Annotated[str, Field(min_length=1, max_length=300)]
+    executive_summary: list[Statement] = Field(default_factory=list)
+    sections: list[ReportSection] = Field(default_factory=list)
+    contradictions: list[ReportContradiction] = Field(default_factory=list)
+    gaps: list[ReportGap] = Field(default_factory=list)
+    methodology: list[Annotated[str, Field(max_length=2000)]] = Field(default_factory=list)
+    partial: bool = False
+    mode: Literal["extractive", "model"] = "model"
+
+    @model_validator(mode="after")
+    def _unique_claim_ids(self) -> "Report":
+        ids = [statement.claim_id for statement in self.statements()]
+        duplicates = sorted({cid for cid in ids if ids.count(cid) > 1})
+        if duplicates:
+            raise ValueError(f"claim_id values must be unique; repeated: {', '.join(duplicates)}")
+        return self
+
+    def statements(self) -> list[Statement]:
+        """Every statement in reading order: the executive summary, then each section."""
+        found = list(self.executive_summary)
+        for section in self.sections:
+            found.extend(section.statements)
+        return found
