@@ -9,7 +9,7 @@ from enum import StrEnum
 
 
 class RunStatus(StrEnum):
-    """Every status a research run can be in (DESIGN §4)."""
+    """Every status a research run can be in."""
 
     CREATED = "created"
     PLANNING = "planning"
@@ -45,11 +45,6 @@ TERMINAL_STATUSES: frozenset[RunStatus] = frozenset({_S.COMPLETED, _S.CANCELLED}
 # Pausing a run that is already stopped (paused, failed, budget_exhausted) would mean nothing.
 PAUSABLE_STATUSES: frozenset[RunStatus] = frozenset(
     {_S.CREATED, _S.PLANNING, _S.AWAITING_APPROVAL, _S.QUEUED, _S.RESEARCHING, _S.SYNTHESIZING}
-)
-
-# Statuses in which a worker owns the run; a stale one after a crash is turned into paused.
-WORKING_STATUSES: frozenset[RunStatus] = frozenset(
-    {_S.PLANNING, _S.QUEUED, _S.RESEARCHING, _S.SYNTHESIZING}
 )
 
 TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {

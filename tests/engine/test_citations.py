@@ -8,7 +8,6 @@ from research.engine.citations import (
     escape_markdown,
     finalize_report,
     number_citations,
-    render_html,
     render_markdown,
 )
 from research.engine.contracts import Evidence, PdfLocator, Report, SourceSummary
@@ -258,36 +257,25 @@ def test_markdown_has_numbered_citations_and_a_sources_list() -> None:
     assert "## Gaps\n\n- (q2) No regional breakdown was found." in markdown
 
 
-def test_html_links_citations_to_evidence_anchors() -> None:
-    page = render_html(_valid_report(), evidence=EVIDENCE, sources=SOURCES)
-    assert f'<a class="citation" href="#evidence-{GDP.id}">[1]</a>' in page
-    assert f'<blockquote class="evidence" id="evidence-{GDP.id}">' in page
-    assert (
-        '<a class="source-link" href="https://insee.fr/en/accounts" rel="noopener noreferrer nofollow">'
-        in page
-    )
-    assert '<strong class="label">Caveat:</strong>' in page
-
-
 def test_evidence_url_builder_is_used_for_citation_links() -> None:
-    page = render_html(
+    markdown = render_markdown(
         _valid_report(),
         evidence=EVIDENCE,
         sources=SOURCES,
         evidence_url=lambda e: f"/evidence/{e.id}/",
     )
-    assert f'href="/evidence/{GDP.id}/"' in page
+    assert f"[\\[1\\]](/evidence/{GDP.id}/)" in markdown
 
 
 def test_unsafe_evidence_url_falls_back_to_the_anchor() -> None:
-    page = render_html(
+    markdown = render_markdown(
         _valid_report(),
         evidence=EVIDENCE,
         sources=SOURCES,
         evidence_url=lambda e: "javascript:alert(1)",
     )
-    assert "javascript:" not in page
-    assert f'href="#evidence-{GDP.id}"' in page
+    assert "javascript:" not in markdown
+    assert f"[\\[1\\]](#evidence-{GDP.id})" in markdown
 
 
 def test_source_links_are_http_only() -> None:
@@ -295,25 +283,9 @@ def test_source_links_are_http_only() -> None:
         **SOURCES,
         "s1": SOURCES["s1"].model_copy(update={"url": "javascript:alert(document.cookie)"}),
     }
-    page = render_html(_valid_report(), evidence=EVIDENCE, sources=sources)
     markdown = render_markdown(_valid_report(), evidence=EVIDENCE, sources=sources)
-    assert "javascript" not in page and "javascript" not in markdown
-    assert '<span class="source-title">National accounts 2023</span>' in page
-
-
-def test_malicious_titles_and_text_are_escaped_in_html() -> None:
-    attack = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
-    hostile = report(
-        finding("c1", GDP.id, text=f"Claim {attack}"),
-        title=f"Report {attack}",
-    )
-    sources = {
-        **SOURCES,
-        "s1": SOURCES["s1"].model_copy(update={"title": attack, "publisher": attack}),
-    }
-    page = render_html(hostile, evidence=EVIDENCE, sources=sources)
-    assert "<script>" not in page and "<img" not in page
-    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in page
+    assert "javascript" not in markdown
+    assert "1. National accounts 2023 — INSEE" in markdown
 
 
 def test_malicious_text_is_inert_in_markdown() -> None:
@@ -345,7 +317,6 @@ def test_escape_markdown_neutralises_block_markers() -> None:
 def test_partial_report_is_labelled() -> None:
     partial = _valid_report().model_copy(update={"partial": True})
     assert "partial report" in render_markdown(partial, evidence=EVIDENCE, sources=SOURCES)
-    assert 'class="report-partial"' in render_html(partial, evidence=EVIDENCE, sources=SOURCES)
 
 
 def test_report_contract_offers_no_place_for_urls() -> None:

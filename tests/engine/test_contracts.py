@@ -1,8 +1,9 @@
 import json
 from decimal import Decimal
+from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from research.engine.contracts import (
     SCHEMA_VERSION,
@@ -10,9 +11,12 @@ from research.engine.contracts import (
     EvidenceCandidate,
     ExtractionResult,
     FinishAction,
+    Locator,
     PhaseChanged,
+    ProgressEvent,
     ReadAction,
     Report,
+    ResearchAction,
     ResearchDecision,
     ResearchPlan,
     SearchAction,
@@ -21,12 +25,15 @@ from research.engine.contracts import (
     Statement,
     Usage,
     WorkingState,
-    parse_action,
-    parse_locator,
-    parse_progress_event,
 )
 from research.engine.states import RunStatus
 from tests.engine.factories import make_document, make_evidence, make_plan
+
+# The discriminated unions stored and exchanged as JSON, validated the way pydantic validates
+# them inside ResearchDecision, Evidence and the event stream.
+ACTION: TypeAdapter[Any] = TypeAdapter(ResearchAction)
+LOCATOR: TypeAdapter[Any] = TypeAdapter(Locator)
+PROGRESS_EVENT: TypeAdapter[Any] = TypeAdapter(ProgressEvent)
 
 
 def test_every_contract_is_stamped_with_the_schema_version() -> None:
@@ -203,12 +210,12 @@ def test_decision_allows_at_most_three_actions() -> None:
 
 def test_action_without_rationale_is_refused() -> None:
     with pytest.raises(ValidationError, match="rationale"):
-        parse_action({"type": "search", "query": "x", "question_ids": ["q1"]})
+        ACTION.validate_python({"type": "search", "query": "x", "question_ids": ["q1"]})
 
 
 def test_unknown_action_type_is_refused() -> None:
     with pytest.raises(ValidationError):
-        parse_action('{"type": "shell", "command": "rm -rf /", "rationale": "x"}')
+        ACTION.validate_json('{"type": "shell", "command": "rm -rf /", "rationale": "x"}')
 
 
 def test_model_output_cannot_smuggle_extra_fields() -> None:
@@ -223,7 +230,7 @@ def test_model_output_cannot_smuggle_extra_fields() -> None:
             }
         )
     with pytest.raises(ValidationError, match="url"):
-        parse_action({"type": "finish", "rationale": "x", "url": "https://evil.example"})
+        ACTION.validate_python({"type": "finish", "rationale": "x", "url": "https://evil.example"})
 
 
 def test_report_statements_cannot_carry_urls() -> None:
@@ -254,13 +261,15 @@ def test_evidence_basis_points_are_bounded() -> None:
 
 
 def test_locators_are_discriminated_by_kind() -> None:
-    html = parse_locator(
+    html = LOCATOR.validate_python(
         {"kind": "html", "start": 1, "end": 5, "heading": "Intro", "snapshot_hash": "a" * 64}
     )
-    pdf = parse_locator({"kind": "pdf", "page": 3, "start": 1, "end": 5, "snapshot_hash": "a" * 64})
+    pdf = LOCATOR.validate_python(
+        {"kind": "pdf", "page": 3, "start": 1, "end": 5, "snapshot_hash": "a" * 64}
+    )
     assert html.kind == "html" and pdf.kind == "pdf"
     with pytest.raises(ValidationError, match="end must be after start"):
-        parse_locator({"kind": "text", "start": 5, "end": 5, "snapshot_hash": "a" * 64})
+        LOCATOR.validate_python({"kind": "text", "start": 5, "end": 5, "snapshot_hash": "a" * 64})
 
 
 def test_source_document_requires_hex_hashes() -> None:
@@ -281,14 +290,14 @@ def test_report_claim_ids_are_unique() -> None:
 
 
 def test_progress_events_parse_by_type() -> None:
-    event = parse_progress_event(
+    event = PROGRESS_EVENT.validate_json(
         json.dumps(
             {"type": "phase_changed", "run_id": "r1", "phase": "searching", "status": "researching"}
         )
     )
     assert isinstance(event, PhaseChanged)
     assert event.status is RunStatus.RESEARCHING
-    counts = parse_progress_event(
+    counts = PROGRESS_EVENT.validate_python(
         {
             "type": "counts_updated",
             "run_id": "r1",
@@ -303,7 +312,7 @@ def test_progress_events_parse_by_type() -> None:
 
 def test_progress_event_of_unknown_type_is_refused() -> None:
     with pytest.raises(ValidationError):
-        parse_progress_event({"type": "chain_of_thought", "run_id": "r1"})
+        PROGRESS_EVENT.validate_python({"type": "chain_of_thought", "run_id": "r1"})
 
 
 def test_working_state_round_trips_through_json() -> None:

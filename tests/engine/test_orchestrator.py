@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from research.engine.citations import render_html, render_markdown
+from research.engine.citations import number_citations, render_markdown
 from research.engine.contracts import (
     Budget,
     EvidenceCandidate,
@@ -308,11 +308,12 @@ def test_ten_step_scenario_from_plan_to_rendered_report() -> None:
         for s in world.store.sources.values()
     }
     markdown = render_markdown(report, evidence=evidence, sources=sources)
-    html = render_html(report, evidence=evidence, sources=sources)
     assert "[\\[1\\]]" in markdown and "## Sources" in markdown
-    assert "https://www.insee.fr/en/gdp-2023" in html
+    assert "(https://www.insee.fr/en/gdp-2023)" in markdown
+    numbers = number_citations(report, evidence=evidence)
     for evidence_id in cited:
-        assert f'id="evidence-{evidence_id}"' in html
+        (number,) = numbers.numbers_for([evidence_id])
+        assert f"[\\[{number}\\]](#evidence-" in markdown
 
     assert world.events.of_type("report_ready")[0].terminal_status == "completed"
     usage = world.store.run.usage

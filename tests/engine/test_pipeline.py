@@ -2,7 +2,7 @@
 detect a conflict, pass the finish gate, validate and render the report. The orchestrator loop
 composes these same calls."""
 
-from research.engine.citations import finalize_report, render_html, render_markdown
+from research.engine.citations import finalize_report, render_markdown
 from research.engine.contracts import (
     EvidenceScope,
     ReadAction,
@@ -220,7 +220,6 @@ def test_research_rules_compose_into_a_cited_report() -> None:
     markdown = render_markdown(
         validated.report, evidence={e.id: e for e in evidence}, sources=summaries
     )
-    page = render_html(validated.report, evidence={e.id: e for e in evidence}, sources=summaries)
     assert "[\\[1\\]]" in markdown and "[\\[2\\]]" in markdown
-    assert "https://insee.fr/en/gdp-2023" in page
+    assert "(https://insee.fr/en/gdp-2023)" in markdown
     assert ledger.usage().searches == 1 and ledger.usage().fetched_sources == 3

@@ -31,9 +31,6 @@ from research.engine.contracts.events import (
     SourceUpdated,
     StepFinished,
     StepStarted,
-    parse_action,
-    parse_locator,
-    parse_progress_event,
 )
 from research.engine.contracts.evidence import (
     ContradictionCandidate,
@@ -212,8 +209,5 @@ __all__ = [
     "Usage",
     "WorkingState",
     "normalize_domain",
-    "parse_action",
-    "parse_locator",
-    "parse_progress_event",
     "partial_date_bounds",
 ]

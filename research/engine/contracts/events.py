@@ -1,18 +1,11 @@
 """Progress events."""
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import Field
 
 from research.engine.contracts.base import Contract, NonEmptyStr, SourceStatus
-from research.engine.contracts.evidence import Locator, PdfLocator, TextLocator
 from research.engine.contracts.records import StepKind
-from research.engine.contracts.requests import (
-    FinishAction,
-    ReadAction,
-    ResearchAction,
-    SearchAction,
-)
 from research.engine.states import RunStatus
 
 # --------------------------------------------------------------------------------------------
@@ -98,28 +91,3 @@ ProgressEvent = Annotated[
     | ReportReady,
     Field(discriminator="type"),
 ]
-
-_PROGRESS_EVENT: TypeAdapter[Any] = TypeAdapter(ProgressEvent)
-_ACTION: TypeAdapter[Any] = TypeAdapter(ResearchAction)
-_LOCATOR: TypeAdapter[Any] = TypeAdapter(Locator)
-
-
-def parse_progress_event(data: dict[str, Any] | str | bytes) -> BaseModel:
-    """Validate a progress event from a dict or JSON text; raises ``ValidationError``."""
-    if isinstance(data, str | bytes):
-        return _PROGRESS_EVENT.validate_json(data)
-    return _PROGRESS_EVENT.validate_python(data)
-
-
-def parse_action(data: dict[str, Any] | str | bytes) -> SearchAction | ReadAction | FinishAction:
-    """Validate one research action from a dict or JSON text; raises ``ValidationError``."""
-    if isinstance(data, str | bytes):
-        return _ACTION.validate_json(data)
-    return _ACTION.validate_python(data)
-
-
-def parse_locator(data: dict[str, Any] | str | bytes) -> TextLocator | PdfLocator:
-    """Validate a stored locator from a dict or JSON text; raises ``ValidationError``."""
-    if isinstance(data, str | bytes):
-        return _LOCATOR.validate_json(data)
-    return _LOCATOR.validate_python(data)

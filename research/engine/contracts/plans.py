@@ -154,7 +154,7 @@ class ResearchPlan(Contract):
 
 
 class Budget(Contract):
-    """Hard limits of one run (DESIGN §5), plus the allowance set aside for synthesis."""
+    """Hard limits of one run, plus the allowance set aside for synthesis."""
 
     iterations: int = Field(ge=1)
     searches: int = Field(ge=0)

@@ -37,7 +37,7 @@ from research.engine.guards.coverage import (
     is_relevant,
     source_cluster,
 )
-from research.engine.guards.queries import QueryFingerprint, fingerprint_query, queries_equivalent
+from research.engine.guards.queries import QueryFingerprint, fingerprint_query
 from research.engine.guards.stopping import (
     DUPLICATE_PROPOSAL_LIMIT,
     STOP_MESSAGES,
@@ -84,7 +84,6 @@ __all__ = [
     "fingerprint_query",
     "is_relevant",
     "plan_fetch_waves",
-    "queries_equivalent",
     "research_stop_reason",
     "source_cluster",
     "validate_actions",

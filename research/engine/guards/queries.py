@@ -120,8 +120,3 @@ def fingerprint_query(query: str) -> QueryFingerprint:
         domains=tuple(sorted(domains)),
         filetypes=tuple(sorted(filetypes)),
     )
-
-
-def queries_equivalent(first: str, second: str) -> bool:
-    """Whether two queries ask the same thing (same fingerprint key)."""
-    return fingerprint_query(first).key == fingerprint_query(second).key

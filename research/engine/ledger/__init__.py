@@ -29,7 +29,6 @@ from research.engine.ledger.excerpts import (
 from research.engine.ledger.independence import (
     DuplicateMatch,
     assign_independence_clusters,
-    count_independent,
     find_duplicate,
     normalize_publisher,
     snapshot_content_hash,
@@ -48,7 +47,6 @@ __all__ = [
     "assign_independence_clusters",
     "clip_blocks",
     "comparable_value",
-    "count_independent",
     "evidence_hash",
     "evidence_id_for",
     "find_contradictions",

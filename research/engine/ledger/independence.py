@@ -128,8 +128,3 @@ def assign_independence_clusters(sources: Iterable[SourceRecord]) -> dict[str, s
         domains = sorted(item for item in items if item.startswith("domain:"))
         names[root] = domains[0] if domains else sorted(items)[0]
     return {record.id: names[groups.find(f"source:{record.id}")] for record in records}
-
-
-def count_independent(source_ids: Iterable[str], clusters: dict[str, str]) -> int:
-    """How many independent clusters the given sources represent."""
-    return len({clusters.get(source_id, f"source:{source_id}") for source_id in source_ids})

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from research.engine.run.context import RunContext
 
 
-# A client may repair invalid output once (DESIGN §5: repair calls count as model calls), so
+# A client may repair invalid output once (a repair call counts as a model call), so
 # one request can cost two calls; reservations assume the worst so limits hold.
 CALLS_PER_REQUEST = 2
 # System prompt and framing the client wraps around each request.
