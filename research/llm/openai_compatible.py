@@ -13,11 +13,10 @@ times, honouring ``Retry-After``; a per-endpoint semaphore caps concurrent calls
 token usage and reported cost come back as an engine :class:`Usage`.
 """
 
-import email.utils
+import math
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -38,6 +37,7 @@ from research.engine.contracts import (
 )
 from research.engine.guards import estimate_tokens
 from research.engine.ports import ModelError, ModelResult
+from research.engine.retry import GiveUp, RetryPolicy, call_with_retries, retry_after_seconds
 from research.llm.config import OUTPUT_MODES, LLMConfig, OutputMode, Phase
 from research.llm.json_output import InvalidOutput, parse_output, response_json_schema
 from research.llm.prompts import (
@@ -162,30 +162,13 @@ def _mentions(text: str, phrases: tuple[str, ...]) -> bool:
     return any(phrase in folded for phrase in phrases)
 
 
-def retry_after_seconds(headers: Any, *, now: datetime | None = None) -> float | None:
-    """The wait a ``Retry-After`` (or ``retry-after-ms``) header asks for, in seconds."""
-    if headers is None:
-        return None
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds:
-        try:
-            return max(0.0, float(milliseconds) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+_RETRYABLE_ERRORS = (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError)
+
+
+def _asked_wait(error: Exception) -> float | None:
+    """The wait the server asked for in the failed response's Retry-After headers, if any."""
+    response = getattr(error, "response", None)
+    return retry_after_seconds(response.headers if response is not None else None)
 
 
 def _decimal(value: Any) -> Decimal:
@@ -237,6 +220,15 @@ class OpenAICompatibleClient:
         self._sleep = sleep
         self._endpoint = config.endpoint
         self._slot = endpoint_semaphore(self._endpoint, config.max_concurrency)
+        # Exact backoff (no jitter) doubling from one second; the server's Retry-After replaces
+        # it; a wait longer than allowed fails the call at once.
+        self._retry = RetryPolicy(
+            max_attempts=config.max_attempts,
+            base_delay=_BACKOFF_BASE_SECONDS,
+            max_delay=math.inf,
+            max_retry_after=config.max_retry_wait_seconds,
+            jitter=False,
+        )
         self._client = openai.OpenAI(
             base_url=self._endpoint,
             # Local servers need no key, but the SDK insists on one.
@@ -405,36 +397,34 @@ class OpenAICompatibleClient:
             options["response_format"] = {"type": "json_object"}
         if self._extra_body:
             options["extra_body"] = self._extra_body
-        attempts = self.config.max_attempts
-        for attempt in range(1, attempts + 1):
-            try:
-                with self._slot:
-                    return self._client.chat.completions.create(
-                        model=model, messages=messages, **options
-                    )
-            except (
-                openai.RateLimitError,
-                openai.InternalServerError,
-                openai.APIConnectionError,
-            ) as error:
-                if attempt == attempts:
-                    raise
-                self._sleep(self._retry_wait(error, attempt, phase))
-        raise AssertionError("unreachable: the loop returns or raises")
 
-    def _retry_wait(self, error: openai.APIError, attempt: int, phase: Phase) -> float:
-        response = getattr(error, "response", None)
-        asked = retry_after_seconds(response.headers if response is not None else None)
-        wait = asked if asked is not None else _BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)
-        if wait > self.config.max_retry_wait_seconds:
+        def create() -> Any:
+            with self._slot:
+                return self._client.chat.completions.create(
+                    model=model, messages=messages, **options
+                )
+
+        def give_up(error: Exception, attempt: int, why: GiveUp) -> Exception:
+            if why == "attempts":
+                return error
             # A clear failure beats a worker silently blocked for many minutes.
-            raise ModelError(
+            asked = _asked_wait(error)
+            wait = asked if asked is not None else self._retry.backoff(attempt)
+            return ModelError(
                 f"The model endpoint {self._endpoint} asked to wait {wait:.0f} seconds before "
                 f"the next {PHASE_LABELS[phase]} request, longer than the "
                 f"{self.config.max_retry_wait_seconds:g} seconds allowed.",
                 retryable=True,
             )
-        return wait
+
+        return call_with_retries(
+            create,
+            policy=self._retry,
+            retryable=lambda error: isinstance(error, _RETRYABLE_ERRORS),
+            retry_after=_asked_wait,
+            give_up=give_up,
+            sleep=self._sleep,
+        )
 
     def _answer(
         self, completion: Any, phase: Phase, model: str, prompt_text: str

@@ -1,7 +1,9 @@
-"""Politeness and persistence: rate limits per key and retries with backoff.
+"""Politeness and persistence: rate limits per key, and retries of acquisition errors.
 
-Both take their clock, sleep and randomness as arguments so tests run them
-in zero wall time and check the exact delays.
+The retry policy and loop are :mod:`research.engine.retry` (shared with the model client);
+this module decides which acquisition errors are retried and what the final error says.
+Everything takes its clock, sleep and randomness as arguments so tests run it in zero wall
+time and check the exact delays.
 """
 
 from __future__ import annotations
@@ -10,13 +12,16 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from research.engine.ports import AcquisitionError
+from research.engine.retry import AttemptWindow, GiveUp, RetryPolicy
+from research.engine.retry import call_with_retries as retry_loop
 from research.sources.errors import SourceError
 
 T = TypeVar("T")
+
+__all__ = ["AttemptWindow", "RateLimiter", "RetryPolicy", "call_with_retries", "classify_error"]
 
 ErrorClass = Literal["retryable", "permanent", "blocked", "unsupported"]
 
@@ -64,53 +69,6 @@ class RateLimiter:
         return delay
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """At most ``max_attempts`` tries; exponential backoff with jitter between them.
-
-    A server's Retry-After is honoured when it asks for no more than
-    ``max_retry_after`` seconds; a longer wait is not worth blocking a run for,
-    so the error is returned at once.
-    """
-
-    max_attempts: int = 3
-    base_delay: float = 0.5
-    max_delay: float = 8.0
-    max_retry_after: float = 30.0
-
-    def delay(
-        self, attempt: int, retry_after: float | None, rng: Callable[[], float]
-    ) -> float | None:
-        """Seconds to wait after failed attempt number ``attempt`` (1-based), or None to give up."""
-        backoff = min(self.max_delay, self.base_delay * (2 ** (attempt - 1)))
-        # "Equal jitter": half fixed, half random, so retries from many workers spread out
-        # without ever retrying immediately.
-        jittered = backoff / 2 + rng() * backoff / 2
-        if retry_after is None:
-            return jittered
-        if retry_after > self.max_retry_after:
-            return None
-        return max(retry_after, jittered)
-
-
-@dataclass(frozen=True)
-class AttemptWindow:
-    """The time a retried operation has in all: it must be over by ``ends_at`` (a reading of
-    ``clock``), and a retry is only started when, after its backoff wait, at least
-    ``min_attempt_seconds`` are left, the least an attempt needs to have a chance (the
-    fetcher's connect timeout: less than that and it cannot even connect in time).
-    ``limit_seconds`` is the configured limit, for the message."""
-
-    clock: Callable[[], float]
-    ends_at: float
-    min_attempt_seconds: float
-    limit_seconds: float
-
-    def leaves_room(self, wait: float) -> bool:
-        """Whether an attempt started after waiting ``wait`` seconds still has its minimum."""
-        return self.clock() + wait + self.min_attempt_seconds <= self.ends_at
-
-
 def call_with_retries(
     operation: Callable[[], T],
     *,
@@ -127,39 +85,45 @@ def call_with_retries(
     minimum attempt time is not started. When no retry follows, the last error
     is raised with a note saying why.
     """
-    attempt = 1
-    while True:
-        try:
-            return operation()
-        except AcquisitionError as error:
-            if classify_error(error) != "retryable":
-                raise
-            retry_after = getattr(error, "retry_after", None)
-            wait = (
-                policy.delay(attempt, retry_after, rng) if attempt < policy.max_attempts else None
+
+    def retryable(error: Exception) -> bool:
+        return isinstance(error, AcquisitionError) and classify_error(error) == "retryable"
+
+    def retry_after(error: Exception) -> float | None:
+        return getattr(error, "retry_after", None)
+
+    def give_up(error: Exception, attempt: int, why: GiveUp) -> Exception:
+        assert isinstance(error, AcquisitionError)
+        asked = retry_after(error)
+        if why == "window":
+            assert window is not None
+            note = (
+                f" {describe} stopped after {attempt} "
+                f"{'attempt' if attempt == 1 else 'attempts'}: the "
+                f"{window.limit_seconds:g}-second limit leaves no time for another."
             )
-            out_of_time = wait is not None and window is not None and not window.leaves_room(wait)
-            if wait is None or out_of_time:
-                if out_of_time:
-                    assert window is not None
-                    note = (
-                        f" {describe} stopped after {attempt} "
-                        f"{'attempt' if attempt == 1 else 'attempts'}: the "
-                        f"{window.limit_seconds:g}-second limit leaves no time for another."
-                    )
-                elif attempt >= policy.max_attempts and policy.max_attempts > 1:
-                    note = f" {describe} gave up after {attempt} attempts."
-                elif retry_after is not None and retry_after > policy.max_retry_after:
-                    note = f" The server asked us to wait {retry_after:.0f} seconds, longer than we wait."
-                else:
-                    note = ""
-                raise SourceError(
-                    error.kind,
-                    error.reason + note,
-                    retryable=True,
-                    retry_after=retry_after,
-                    status=getattr(error, "status", None),
-                    counts_as_fetch=error.counts_as_fetch,
-                ) from error
-            sleep(wait)
-            attempt += 1
+        elif attempt >= policy.max_attempts and policy.max_attempts > 1:
+            note = f" {describe} gave up after {attempt} attempts."
+        elif asked is not None and asked > policy.max_retry_after:
+            note = f" The server asked us to wait {asked:.0f} seconds, longer than we wait."
+        else:
+            note = ""
+        return SourceError(
+            error.kind,
+            error.reason + note,
+            retryable=True,
+            retry_after=asked,
+            status=getattr(error, "status", None),
+            counts_as_fetch=error.counts_as_fetch,
+        )
+
+    return retry_loop(
+        operation,
+        policy=policy,
+        retryable=retryable,
+        retry_after=retry_after,
+        give_up=give_up,
+        sleep=sleep,
+        rng=rng,
+        window=window,
+    )

@@ -24,7 +24,6 @@ Refusals and failures are ``SourceError``s with a sentence a user can act on.
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import ipaddress
 import socket
 import ssl
@@ -44,6 +43,7 @@ import httpcore
 import httpx
 
 from research.engine.ports import CandidateDrop
+from research.engine.retry import retry_after_seconds
 from research.sources.addresses import (
     METADATA_HOSTNAMES,
     HostAllowList,
@@ -913,7 +913,7 @@ def _raise_for_status(response: httpx.Response, shown: str) -> None:
             raise failed(f"{shown} returned no content (HTTP 204).", status=status)
         return
     if status in _RETRYABLE_STATUSES:
-        retry_after = parse_retry_after(response.headers.get("retry-after"))
+        retry_after = retry_after_seconds(response.headers)
         what = "is rate limiting requests" if status == 429 else "is temporarily unavailable"
         raise failed(
             f"{shown} {what} (HTTP {status}).",
@@ -930,22 +930,6 @@ def _raise_for_status(response: httpx.Response, shown: str) -> None:
     if status in (404, 410):
         raise failed(f"{shown} was not found (HTTP {status}).", status=status)
     raise failed(f"{shown} answered with HTTP {status}.", status=status)
-
-
-def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def _content_type(header: str) -> tuple[str, str | None]:

@@ -14,7 +14,6 @@ from research.llm.config import LLMConfig, LLMConfigError
 from research.llm.openai_compatible import (
     OpenAICompatibleClient,
     remembered_output_mode,
-    retry_after_seconds,
 )
 from tests.llm.factories import (
     extraction_request,
@@ -394,17 +393,6 @@ def test_concurrent_calls_to_one_endpoint_are_capped(fake_openai, make_client):
     assert errors == []
     assert len(fake_openai.requests) == 6
     assert fake_openai.max_in_flight == 2
-
-
-def test_retry_after_accepts_seconds_milliseconds_and_http_dates():
-    from datetime import UTC, datetime
-
-    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
-    assert retry_after_seconds({"retry-after": "1.5"}) == 1.5
-    assert retry_after_seconds({"retry-after-ms": "250"}) == 0.25
-    assert retry_after_seconds({"retry-after": "Wed, 01 Jan 2025 12:00:30 GMT"}, now=now) == 30
-    assert retry_after_seconds({"retry-after": "soon"}) is None
-    assert retry_after_seconds({}) is None
 
 
 def test_the_public_openai_api_without_a_key_is_refused_at_construction():

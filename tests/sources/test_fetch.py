@@ -7,7 +7,7 @@ import time
 import pytest
 
 from research.sources.errors import SourceError
-from research.sources.safe_fetch import JSON_MEDIA_TYPES, SafeFetcher, parse_retry_after
+from research.sources.safe_fetch import JSON_MEDIA_TYPES, SafeFetcher
 from tests.fixtures.frozen_web.server import FrozenWeb
 
 
@@ -223,13 +223,3 @@ def test_post_is_never_redirected(web: FrozenWeb, fetcher: SafeFetcher) -> None:
         fetcher.request(
             "POST", web.url("/_lab/redirect?to=/"), json={"a": 1}, media_types=JSON_MEDIA_TYPES
         )
-
-
-def test_parse_retry_after_accepts_seconds_and_http_dates() -> None:
-    from datetime import UTC, datetime
-
-    now = datetime(2024, 1, 1, 12, 0, 0, tzinfo=UTC)
-    assert parse_retry_after("120") == 120.0
-    assert parse_retry_after("Mon, 01 Jan 2024 12:00:30 GMT", now=now) == 30.0
-    assert parse_retry_after("soon") is None
-    assert parse_retry_after(None) is None
