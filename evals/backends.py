@@ -220,6 +220,6 @@ class DelayedModelClient:
         """The inner extraction, after the delay."""
         return self._after_delay(lambda: self.inner.extract(request))
 
-    def synthesise(self, request: SynthesisRequest) -> ModelResult:
+    def synthesize(self, request: SynthesisRequest) -> ModelResult:
         """The inner report, after the delay."""
-        return self._after_delay(lambda: self.inner.synthesise(request))
+        return self._after_delay(lambda: self.inner.synthesize(request))

@@ -71,7 +71,7 @@ def main() -> None:
                 passages += len(select_passages(text, questions, title=title))
                 extract_times.append(time.perf_counter() - started)
             started = time.perf_counter()
-            client.synthesise(
+            client.synthesize(
                 SynthesisRequest(plan=plan, evidence=[], sources=[SourceSummary(id="s1")])
             )
             synth_times.append(time.perf_counter() - started)
@@ -82,7 +82,7 @@ def main() -> None:
                 "characters": sum(len(text) for _, text in documents),
                 "plan": _ms(plan_times),
                 "extract_per_document": _ms(extract_times),
-                "synthesise_empty": _ms(synth_times),
+                "synthesize_empty": _ms(synth_times),
                 "passages_selected": passages // repeat,
             },
             indent=2,

@@ -1,7 +1,7 @@
 """Report templates: kinds of deliverable and the sections each requires.
 
 A run created with a template asks the planner for those sections and the plan records them,
-so the synthesiser writes them and the report view can say which are missing.
+so the synthesizer writes them and the report view can say which are missing.
 """
 
 from dataclasses import dataclass

@@ -45,7 +45,7 @@ EXTRACTIONS_AT_ONCE = 3
 
 @dataclass
 class Operation:
-    kind: str  # plan | decide | extract | synthesise | search | read
+    kind: str  # plan | decide | extract | synthesize | search | read
     started: float
     ended: float
     site: str = ""
@@ -80,8 +80,8 @@ class RecordedModel:
     def extract(self, request):  # noqa: ANN001, ANN201
         return self.recorder.timed("extract", lambda: self.inner.extract(request))
 
-    def synthesise(self, request):  # noqa: ANN001, ANN201
-        return self.recorder.timed("synthesise", lambda: self.inner.synthesise(request))
+    def synthesize(self, request):  # noqa: ANN001, ANN201
+        return self.recorder.timed("synthesize", lambda: self.inner.synthesize(request))
 
 
 class SlowWeb:
@@ -127,7 +127,7 @@ def lower_bound(operations: list[Operation], *, model_delay: float, latency: flo
     bound = 0.0
     rounds: list[list[Operation]] = []
     for op in ordered:
-        if op.kind in ("plan", "synthesise"):
+        if op.kind in ("plan", "synthesize"):
             bound += model_delay
         elif op.kind == "decide":
             bound += model_delay

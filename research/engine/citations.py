@@ -1,7 +1,7 @@
 """Claim → evidence → source: citation validation, repair, numbering and rendering.
 
 A report cites evidence ids only. This module checks every id against the run's verified
-evidence, gives the synthesiser one chance to repair problems, demotes findings that are still
+evidence, gives the synthesizer one chance to repair problems, demotes findings that are still
 unsupported to labelled caveats, numbers citations (one number per source + locator) and
 renders the validated report to Markdown and to HTML in which every string is escaped and
 every link is built by the server.

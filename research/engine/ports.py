@@ -177,7 +177,7 @@ class ModelClient(Protocol):
         """Extract evidence candidates from one untrusted source, in a tool-less call."""
         ...
 
-    def synthesise(self, request: SynthesisRequest) -> ModelResult[Report]:
+    def synthesize(self, request: SynthesisRequest) -> ModelResult[Report]:
         """Write the report from evidence cards; ``request.problems`` is set for the repair."""
         ...
 

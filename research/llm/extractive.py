@@ -5,7 +5,7 @@ decomposes the question by its wording (:mod:`research.llm.decompose`); the deci
 each question still lacking evidence and reads the best unread search results by relevance and
 rank, preferring sites not yet used for a question; the extractor quotes the most relevant,
 mutually different passages of a snapshot verbatim (:mod:`research.llm.selection`); the
-synthesiser groups the quotations by question and states the gaps
+synthesizer groups the quotations by question and states the gaps
 (:mod:`research.llm.extractive_report`). Every call is deterministic and counts as one model
 call with zero tokens.
 """
@@ -432,6 +432,6 @@ class ExtractiveModelClient:
         """Quote the most relevant, mutually different passages of the snapshot."""
         return ModelResult(extractive_evidence(request), _usage())
 
-    def synthesise(self, request: SynthesisRequest) -> ModelResult[Report]:
+    def synthesize(self, request: SynthesisRequest) -> ModelResult[Report]:
         """Group the quotations by question and state the gaps."""
         return ModelResult(write_extractive_report(request), _usage())

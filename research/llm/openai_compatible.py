@@ -46,7 +46,7 @@ from research.llm.prompts import (
     extractor_prompt,
     planner_prompt,
     repair_prompt,
-    synthesiser_prompt,
+    synthesizer_prompt,
 )
 
 T = TypeVar("T", bound=BaseModel)
@@ -259,9 +259,9 @@ class OpenAICompatibleClient:
         evidence = result.value.evidence[: request.max_items]
         return ModelResult(result.value.model_copy(update={"evidence": evidence}), result.usage)
 
-    def synthesise(self, request: SynthesisRequest) -> ModelResult[Report]:
+    def synthesize(self, request: SynthesisRequest) -> ModelResult[Report]:
         """Write the report from evidence cards (and repair it once when problems are given)."""
-        result = self._call(synthesiser_prompt(request), Report, request.max_output_tokens)
+        result = self._call(synthesizer_prompt(request), Report, request.max_output_tokens)
         # These two are facts about the run, not the model's to decide.
         report = result.value.model_copy(update={"mode": "model", "partial": request.partial})
         return ModelResult(report, result.usage)

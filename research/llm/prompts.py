@@ -2,7 +2,7 @@
 
 Four stateless calls: the planner (no tools, no web content), the decider (the compact brief,
 never raw pages), the extractor (one source inside an untrusted-content envelope) and the
-synthesiser (evidence cards and source metadata; it cites evidence ids, never URLs).
+synthesizer (evidence cards and source metadata; it cites evidence ids, never URLs).
 
 Anything that came from the web — page text, titles, search snippets, evidence excerpts — is
 placed inside an untrusted-content envelope: opening and closing markers carrying a seal derived
@@ -292,10 +292,10 @@ def extractor_prompt(request: ExtractionRequest) -> Prompt:
 
 
 # --------------------------------------------------------------------------------------------
-# Synthesiser
+# Synthesizer
 # --------------------------------------------------------------------------------------------
 
-_SYNTHESISER_ROLE = """You write the final report of a deep-research service from verified
+_SYNTHESIZER_ROLE = """You write the final report of a deep-research service from verified
 evidence cards. You have no tools and no other knowledge of the sources.
 
 Rules:
@@ -316,7 +316,7 @@ Rules:
 - When the research stopped early (partial), say so in a caveat."""
 
 
-def synthesiser_prompt(request: SynthesisRequest) -> Prompt:
+def synthesizer_prompt(request: SynthesisRequest) -> Prompt:
     """The synthesis call: plan, evidence cards and source metadata; no pages, no URLs."""
     plan = request.plan
     facts: dict[str, Any] = {
@@ -374,6 +374,6 @@ def synthesiser_prompt(request: SynthesisRequest) -> Prompt:
         )
     return Prompt(
         phase="synthesizer",
-        system=f"{_SYNTHESISER_ROLE}\n\n{DATA_NOT_INSTRUCTIONS}\n\n{_output_rule(Report)}",
+        system=f"{_SYNTHESIZER_ROLE}\n\n{DATA_NOT_INSTRUCTIONS}\n\n{_output_rule(Report)}",
         user="\n\n".join(parts),
     )

@@ -35,7 +35,7 @@ from research.llm.prompts import (
     decider_prompt,
     extractor_prompt,
     planner_prompt,
-    synthesiser_prompt,
+    synthesizer_prompt,
 )
 
 T = TypeVar("T", bound=BaseModel)
@@ -105,9 +105,9 @@ class ScriptedModelClient:
         """The scripted extraction."""
         return self._answer("extractor", request, extractor_prompt(request), ExtractionResult)
 
-    def synthesise(self, request: SynthesisRequest) -> ModelResult[Report]:
+    def synthesize(self, request: SynthesisRequest) -> ModelResult[Report]:
         """The scripted report."""
-        return self._answer("synthesizer", request, synthesiser_prompt(request), Report)
+        return self._answer("synthesizer", request, synthesizer_prompt(request), Report)
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -164,5 +164,5 @@ _METHODS: dict[Phase, str] = {
     "planner": "plan",
     "decider": "decide",
     "extractor": "extract",
-    "synthesizer": "synthesise",
+    "synthesizer": "synthesize",
 }

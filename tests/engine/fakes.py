@@ -612,7 +612,7 @@ class RuleModel:
         plan: ResearchPlan | Rule | None = None,
         decide: Rule | None = None,
         extract: Rule | None = None,
-        synthesise: Rule | None = None,
+        synthesize: Rule | None = None,
         usage: UsageRule = default_usage,
         clock: FakeClock | None = None,
         seconds_per_call: float = 0.0,
@@ -620,7 +620,7 @@ class RuleModel:
         self._plan = plan
         self._decide = decide or (lambda brief: finish_decision("Nothing to do."))
         self._extract = extract or first_sentence_extractor
-        self._synthesise = synthesise or cite_everything
+        self._synthesize = synthesize or cite_everything
         self._usage = usage
         self.clock = clock
         self.seconds_per_call = seconds_per_call
@@ -628,7 +628,7 @@ class RuleModel:
             "plan": [],
             "decide": [],
             "extract": [],
-            "synthesise": [],
+            "synthesize": [],
         }
         self.call_started_at: dict[str, list[float]] = {phase: [] for phase in self.requests}
         self.failures: dict[str, list[ModelError]] = {}
@@ -668,8 +668,8 @@ class RuleModel:
     def extract(self, request: ExtractionRequest) -> ModelResult[ExtractionResult]:
         return self._call("extract", request, self._extract)
 
-    def synthesise(self, request: SynthesisRequest) -> ModelResult[Report]:
-        return self._call("synthesise", request, self._synthesise)
+    def synthesize(self, request: SynthesisRequest) -> ModelResult[Report]:
+        return self._call("synthesize", request, self._synthesize)
 
 
 def finish_decision(rationale: str = "Done.") -> ResearchDecision:

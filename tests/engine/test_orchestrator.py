@@ -176,7 +176,7 @@ def build(
     pages: dict[str, Any] | None = None,
     results: dict[str, list[str]] | None = None,
     decide: Any = None,
-    synthesise: Any = None,
+    synthesize: Any = None,
     extract: Any = None,
     policy: SourcePolicy | None = None,
     **web_options: Any,
@@ -205,7 +205,7 @@ def build(
         plan=PLAN,
         decide=decide or decider,
         extract=extract or TableExtractor(EXTRACTIONS),
-        synthesise=synthesise or cite_everything,
+        synthesize=synthesize or cite_everything,
         clock=clock,
     )
     events = MemoryEvents()
@@ -246,7 +246,7 @@ def _synthesis_with_one_bad_citation(request: SynthesisRequest) -> Report:
 
 
 def test_ten_step_scenario_from_plan_to_rendered_report() -> None:
-    world = build(status=RunStatus.CREATED, synthesise=_synthesis_with_one_bad_citation)
+    world = build(status=RunStatus.CREATED, synthesize=_synthesis_with_one_bad_citation)
 
     # 1. The planner produces two required questions, with no tools and no web content.
     assert world.advance() == RunStatus.AWAITING_APPROVAL
@@ -293,7 +293,7 @@ def test_ten_step_scenario_from_plan_to_rendered_report() -> None:
     assert state.rejected_excerpts == 1  # the invented "5%" excerpt
 
     # 9. Synthesis cites evidence ids; the invented citation is repaired in one round.
-    assert len(world.model.requests["synthesise"]) == 2
+    assert len(world.model.requests["synthesize"]) == 2
     report = world.store.report
     assert report is not None and not report.partial
     evidence = {item.id: item for item in world.store.list_evidence(RUN)}
@@ -319,7 +319,7 @@ def test_ten_step_scenario_from_plan_to_rendered_report() -> None:
     usage = world.store.run.usage
     assert (usage.searches, usage.fetched_sources) == (3, 4)
     assert usage.model_calls == len(world.model.requests["plan"]) + sum(
-        len(world.model.requests[p]) for p in ("decide", "extract", "synthesise")
+        len(world.model.requests[p]) for p in ("decide", "extract", "synthesize")
     )
 
 
@@ -602,7 +602,7 @@ def test_budget_exhaustion_yields_a_clearly_partial_report() -> None:
 
 def test_without_model_budget_for_synthesis_the_program_quotes_the_evidence() -> None:
     world = build()
-    world.model.fail_next("synthesise", ModelError("The endpoint timed out.", retryable=True))
+    world.model.fail_next("synthesize", ModelError("The endpoint timed out.", retryable=True))
     assert world.advance() == RunStatus.FAILED
     # Meanwhile the output-token budget is (almost) gone: no synthesis call fits any more.
     budget = world.store.run.budget
@@ -616,7 +616,7 @@ def test_without_model_budget_for_synthesis_the_program_quotes_the_evidence() ->
     assert world.store.transition(RUN, expected=RunStatus.FAILED, to=RunStatus.SYNTHESIZING)
     assert world.advance() == RunStatus.COMPLETED
 
-    assert len(world.model.requests["synthesise"]) == 1  # only the failed attempt
+    assert len(world.model.requests["synthesize"]) == 1  # only the failed attempt
     report = world.store.report
     assert report is not None and report.mode == "extractive"
     evidence = {item.id: item for item in world.store.list_evidence(RUN)}
@@ -766,7 +766,7 @@ def test_a_broken_event_sink_does_not_stop_research() -> None:
 
 def test_a_failed_synthesis_is_retried_from_stored_evidence() -> None:
     world = build()
-    world.model.fail_next("synthesise", ModelError("The endpoint timed out.", retryable=True))
+    world.model.fail_next("synthesize", ModelError("The endpoint timed out.", retryable=True))
     assert world.advance() == RunStatus.FAILED
     assert world.store.run.resume_phase == RunStatus.SYNTHESIZING
     assert world.store.transitions[-1][:2] == ("synthesizing", "failed")
@@ -784,12 +784,12 @@ def test_unsupported_findings_are_demoted_when_no_repair_fixes_them() -> None:
     def stubborn(request: SynthesisRequest) -> Report:
         return _synthesis_with_one_bad_citation(request.model_copy(update={"problems": []}))
 
-    world = build(synthesise=stubborn)
+    world = build(synthesize=stubborn)
     assert world.advance() == RunStatus.COMPLETED
     report = world.store.report
     demoted = next(s for s in report.statements() if s.claim_id == "invented")
     assert demoted.kind == "caveat" and demoted.text.startswith("Not supported by verified")
-    assert len(world.model.requests["synthesise"]) == 2  # exactly one repair round
+    assert len(world.model.requests["synthesize"]) == 2  # exactly one repair round
 
 
 def test_the_report_states_how_the_research_was_done() -> None:

@@ -155,9 +155,9 @@ class RandomModel:
         ]
         return ModelResult(ExtractionResult(evidence=evidence), usage)
 
-    def synthesise(self, request: SynthesisRequest) -> ModelResult[Report]:
+    def synthesize(self, request: SynthesisRequest) -> ModelResult[Report]:
         self.clock.advance(self.call_seconds)
-        return ModelResult(cite_everything(request), self._usage("synthesise", request))
+        return ModelResult(cite_everything(request), self._usage("synthesize", request))
 
 
 @st.composite

@@ -126,7 +126,7 @@ def test_pause_during_synthesis_resumes_into_synthesis() -> None:
     def pause_while_writing(request: SynthesisRequest) -> Report:
         return cite_everything(request)
 
-    world.model._synthesise = pause_while_writing
+    world.model._synthesize = pause_while_writing
     world.store.request_pause()
     world.store.run = world.store.run.model_copy(update={"status": RunStatus.SYNTHESIZING})
     assert world.advance() == RunStatus.PAUSED
@@ -151,7 +151,7 @@ def test_cancel_cancels_pending_steps_and_writes_no_report() -> None:
     assert waiting.status == "cancelled"
     assert all(s.status not in ("pending", "running") for s in world.store.steps.values())
     assert world.step_log("synthesize") == []
-    assert world.store.report is None and world.model.requests["synthesise"] == []
+    assert world.store.report is None and world.model.requests["synthesize"] == []
     assert world.events.of_type("report_ready") == []
     assert world.events.of_type("phase_changed")[-1].phase == "cancelled"
     # Cancelled is terminal: advancing again does nothing.
@@ -210,7 +210,7 @@ def test_refine_bumps_the_plan_version_and_marks_out_of_scope_evidence() -> None
 
     world.store.approve()
     assert world.advance() == RunStatus.COMPLETED
-    (synthesis,) = world.model.requests["synthesise"]
+    (synthesis,) = world.model.requests["synthesize"]
     assert not q2_evidence & {e.id for e in synthesis.evidence}
     assert [s.id for s in world.store.report.sections] == ["q1", "q3"]
     assert INFLATION in read_urls(world)
@@ -305,13 +305,13 @@ def test_a_crash_after_the_report_is_saved_only_finishes_the_transition() -> Non
         world.store.fail_once("transition", WorkerKilled("killed before the last transition"))
         return cite_everything(request)
 
-    world.model._synthesise = crash_on_next_transition
+    world.model._synthesize = crash_on_next_transition
     with pytest.raises(WorkerKilled):
         world.advance()
     assert world.store.run.status == RunStatus.SYNTHESIZING
     assert world.advance() == RunStatus.COMPLETED
     assert world.store.reports_saved == 1
-    assert len(world.model.requests["synthesise"]) == 1
+    assert len(world.model.requests["synthesize"]) == 1
 
 
 def test_a_crash_between_steps_is_invisible_in_the_result() -> None:

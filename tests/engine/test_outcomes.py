@@ -133,12 +133,12 @@ def test_a_provider_outage_fails_the_run_and_offers_a_retry() -> None:
 
 def test_an_unreachable_model_is_a_provider_outage_too() -> None:
     world = build()
-    world.model.fail_next("synthesise", ModelError("Connection refused.", retryable=True))
+    world.model.fail_next("synthesize", ModelError("Connection refused.", retryable=True))
     assert world.advance() == RunStatus.FAILED
     assert world.store.stop == ("provider_failures", "")
     # A model that answers nonsense is not an outage: the run fails without that label.
     world = build()
-    world.model.fail_next("synthesise", ModelError("The report was not valid JSON."))
+    world.model.fail_next("synthesize", ModelError("The report was not valid JSON."))
     assert world.advance() == RunStatus.FAILED
     assert world.store.stop == ("", "")
     assert outcome_of(world).key is OutcomeKey.FAILED
@@ -268,7 +268,7 @@ def _synthesis_world(qid: str, *, extractive: bool) -> tuple[MemoryStore, Orches
     model = (
         ExtractiveModelClient()
         if extractive
-        else RuleModel(synthesise=cite_everything, clock=clock)
+        else RuleModel(synthesize=cite_everything, clock=clock)
     )
     orchestrator = Orchestrator(
         store=store,

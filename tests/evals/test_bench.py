@@ -26,7 +26,7 @@ def test_the_lower_bound_follows_the_concurrency_limits():
         op("read", 4, 5, "c.test"),
         op("read", 5, 6, "a.test"),
         *[op("extract", 6, 7) for _ in range(4)],
-        op("synthesise", 7, 8),
+        op("synthesize", 7, 8),
     ]
 
     bound = lower_bound(operations, model_delay=1.0, latency=0.5)

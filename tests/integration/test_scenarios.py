@@ -138,10 +138,10 @@ def lab(lab_web, web):
     lab_web.reset()
 
 
-def script(model: ScriptedModelClient, decider: Researcher, *, synthesise=cite_everything) -> None:
+def script(model: ScriptedModelClient, decider: Researcher, *, synthesize=cite_everything) -> None:
     model.rule("decider", decider)
     model.rule("extractor", QuoteTable(QUOTES))
-    model.rule("synthesizer", synthesise)
+    model.rule("synthesizer", synthesize)
 
 
 def report_of(run) -> Report:
@@ -185,7 +185,7 @@ def _one_invented_citation(request: SynthesisRequest) -> Report:
 
 def test_ten_step_scenario_from_plan_to_rendered_report(owner, model, frozen):
     decider = researcher()
-    script(model, decider, synthesise=_one_invented_citation)
+    script(model, decider, synthesize=_one_invented_citation)
 
     # 1. The planner produces two required questions; planning touches no web page.
     run = approved_run(owner, model, PLAN)

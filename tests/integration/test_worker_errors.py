@@ -58,7 +58,7 @@ def model(monkeypatch):
     client = use_scripted_model(monkeypatch)
     extractive = ExtractiveModelClient()
     client.rule("extractor", lambda request: extractive.extract(request).value)
-    client.rule("synthesizer", lambda request: extractive.synthesise(request).value)
+    client.rule("synthesizer", lambda request: extractive.synthesize(request).value)
     return client
 
 

@@ -33,7 +33,7 @@ EVIDENCE = [
 
 
 def _report(**extra):
-    return ExtractiveModelClient().synthesise(synthesis_request(PLAN, EVIDENCE, **extra))
+    return ExtractiveModelClient().synthesize(synthesis_request(PLAN, EVIDENCE, **extra))
 
 
 def test_the_report_is_labelled_extractive_and_quotes_the_evidence():
@@ -121,7 +121,7 @@ def test_known_gaps_contradictions_and_partial_runs_are_carried_over():
 
 
 def test_no_evidence_at_all_gives_a_report_of_gaps():
-    report = ExtractiveModelClient().synthesise(synthesis_request(PLAN, [])).value
+    report = ExtractiveModelClient().synthesize(synthesis_request(PLAN, [])).value
 
     assert report.sections == [] and report.executive_summary == []
     assert [gap.question_id for gap in report.gaps] == ["q1", "q2", "q3"]
@@ -133,7 +133,7 @@ def test_long_question_ids_still_give_valid_claim_ids():
     plan.questions[0].id = long_id
     evidence = [make_evidence("e1", "Heat pumps cost 1,130 euros a year.", long_id)]
 
-    report = ExtractiveModelClient().synthesise(synthesis_request(plan, evidence)).value
+    report = ExtractiveModelClient().synthesize(synthesis_request(plan, evidence)).value
 
     assert report.sections[0].id == long_id
     assert [s.claim_id for s in report.sections[0].statements] == ["s1-1", "s1-single-source"]
@@ -159,7 +159,7 @@ def test_a_heading_that_dates_a_quotation_is_quoted_before_it():
         ),
     ]
 
-    report = ExtractiveModelClient().synthesise(synthesis_request(plan, evidence)).value
+    report = ExtractiveModelClient().synthesize(synthesis_request(plan, evidence)).value
 
     texts = {s.evidence_ids[0]: s.text for s in report.sections[0].statements if s.evidence_ids}
     assert texts["e1"] == (
@@ -180,8 +180,8 @@ def test_loose_matches_are_left_out_when_enough_quotations_answer_the_question()
     ]
     sparse = [evidence[0], evidence[2]]
 
-    full = ExtractiveModelClient().synthesise(synthesis_request(plan, evidence)).value
-    thin = ExtractiveModelClient().synthesise(synthesis_request(plan, sparse)).value
+    full = ExtractiveModelClient().synthesize(synthesis_request(plan, evidence)).value
+    thin = ExtractiveModelClient().synthesize(synthesis_request(plan, sparse)).value
 
     def cited(report):
         return {e for s in report.sections[0].statements for e in s.evidence_ids}
@@ -198,7 +198,7 @@ def test_a_report_with_one_question_shows_more_of_its_quotations():
         for n in range(1, 13)
     ]
 
-    report = ExtractiveModelClient().synthesise(synthesis_request(plan, evidence)).value
+    report = ExtractiveModelClient().synthesize(synthesis_request(plan, evidence)).value
 
     findings = [s for s in report.sections[0].statements if s.kind == "finding"]
     assert len(findings) == 10
@@ -215,7 +215,7 @@ def test_a_full_section_passes_quotations_to_another_question_they_answer():
         for n in range(1, 10)
     ]
 
-    report = ExtractiveModelClient().synthesise(synthesis_request(plan, evidence)).value
+    report = ExtractiveModelClient().synthesize(synthesis_request(plan, evidence)).value
 
     shown = {e for section in report.sections for s in section.statements for e in s.evidence_ids}
     assert shown == {item.id for item in evidence}

@@ -367,7 +367,7 @@ def test_the_report_mode_and_partial_flag_are_not_the_models_to_choose(fake_open
         plan, [make_evidence("e1", "Heat pumps are cheap.", "q1")], partial=True
     )
 
-    result = make_client().synthesise(request)
+    result = make_client().synthesize(request)
 
     assert result.value.mode == "model"
     assert result.value.partial is True

@@ -9,7 +9,7 @@ from research.llm.prompts import (
     decider_prompt,
     extractor_prompt,
     planner_prompt,
-    synthesiser_prompt,
+    synthesizer_prompt,
     untrusted_block,
 )
 from tests.llm.factories import (
@@ -70,7 +70,7 @@ def test_prompts_that_see_retrieved_text_say_it_is_data():
     prompts = [
         decider_prompt(make_brief(plan)),
         extractor_prompt(extraction_request(ARTICLE, "What do heat pumps cost?")),
-        synthesiser_prompt(synthesis_request(plan, [make_evidence("e1", "Cheap.", "q1")])),
+        synthesizer_prompt(synthesis_request(plan, [make_evidence("e1", "Cheap.", "q1")])),
     ]
 
     for prompt in prompts:
@@ -119,13 +119,13 @@ def test_the_planner_sees_no_web_content_and_cannot_change_policy_or_budget():
     assert "How do heat pumps compare with gas boilers?" in prompt.user
 
 
-def test_the_synthesiser_sees_evidence_ids_but_never_source_urls():
+def test_the_synthesizer_sees_evidence_ids_but_never_source_urls():
     plan = make_plan()
     evidence = [make_evidence("e1", "Heat pumps cost 1,130 euros a year.", "q1", source_id="s1")]
     request = synthesis_request(plan, evidence)
     request.sources.append(SourceSummary(id="s9", title="Unused", url="https://leak.example/x"))
 
-    prompt = synthesiser_prompt(request)
+    prompt = synthesizer_prompt(request)
 
     assert '"id": "e1"' in prompt.user
     assert "https://" not in prompt.user
@@ -143,7 +143,7 @@ def test_the_repair_round_shows_the_problems_and_the_previous_draft():
         update={"problems": ["Statement c3 cites unknown evidence e7."], "previous_report": draft}
     )
 
-    prompt = synthesiser_prompt(repair)
+    prompt = synthesizer_prompt(repair)
 
     assert "Statement c3 cites unknown evidence e7." in prompt.user
     assert "UNTRUSTED_DRAFT" in prompt.user

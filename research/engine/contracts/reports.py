@@ -39,7 +39,7 @@ class ReportGap(_Part):
 
 
 class Report(Contract):
-    """The synthesised report. It never contains a URL: citations are evidence ids."""
+    """The synthesized report. It never contains a URL: citations are evidence ids."""
 
     title: Annotated[str, Field(min_length=1, max_length=300)]
     executive_summary: list[Statement] = Field(default_factory=list)

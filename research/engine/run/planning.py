@@ -155,7 +155,7 @@ def _with_required_question(plan: ResearchPlan) -> ResearchPlan:
 
 def _with_requested_sections(plan: ResearchPlan, sections: Sequence[str]) -> ResearchPlan:
     """The report template's sections belong in the plan whatever the planner wrote: the
-    synthesiser writes what the plan's deliverable lists."""
+    synthesizer writes what the plan's deliverable lists."""
     listed = list(plan.deliverable.requested_sections)
     present = {section.casefold() for section in listed}
     missing = [section for section in sections if section.casefold() not in present]

@@ -198,7 +198,7 @@ class Synthesis(Phase):
                 run.ledger,
                 call_key,
                 self._meter.allowance(request.model_dump_json(), "synthesize", output_cap),
-                lambda: self._model.synthesise(request),
+                lambda: self._model.synthesize(request),
                 phase="synthesis",
             )
         except BudgetRefused:
@@ -238,7 +238,7 @@ class Synthesis(Phase):
                 run.ledger,
                 call_key,
                 self._meter.allowance(request.model_dump_json(), "synthesize", output_cap),
-                lambda: self._model.synthesise(request),
+                lambda: self._model.synthesize(request),
                 phase="synthesis",
             )
         except BudgetRefused as refusal:
