@@ -10,12 +10,12 @@ except a table, which is quoted as its rows and cells with the breaks between th
 """
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from research.engine.contracts import Block
+from research.engine.text import fold
 
 
 def word_set(words: str) -> frozenset[str]:
@@ -69,12 +69,6 @@ _RELATED_GROUPS = (
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?")
 _VOWELS = set("aeiouy")
-
-
-def fold(text: str) -> str:
-    """Lower-case ``text`` and strip accents, for matching."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
 
 
 def stem(word: str) -> str:

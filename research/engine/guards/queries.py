@@ -1,8 +1,9 @@
 """Query fingerprints: when two searches count as the same search."""
 
 import re
-import unicodedata
 from dataclasses import dataclass
+
+from research.engine.text import fold
 
 # Words that never change what a search asks for.
 _STOP_WORDS_TEXT = """
@@ -59,11 +60,6 @@ class QueryFingerprint:
         return not self.terms
 
 
-def _fold_text(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
-
-
 def _singular(word: str) -> str:
     # A light plural fold so "rates" and "rate" meet; words too short or ending in ss/us/is
     # (class, status, analysis) are left alone.
@@ -82,7 +78,7 @@ def fingerprint_query(query: str) -> QueryFingerprint:
     "GDP of France 2023", "france gdp, 2023" and "2023 France GDP site:insee.fr" all have the
     key ``france gdp @2023``.
     """
-    text = _fold_text(query)
+    text = fold(query)
     domains: set[str] = set()
     filetypes: set[str] = set()
     dates: set[str] = set()

@@ -2,7 +2,6 @@
 
 import hashlib
 import re
-import unicodedata
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
@@ -21,6 +20,7 @@ from research.engine.ledger.excerpts import (
     VerifiedExcerpt,
     normalize_for_matching,
 )
+from research.engine.text import fold
 
 
 def to_basis_points(value: float) -> int:
@@ -32,9 +32,7 @@ def normalize_claim_key(claim_key: str | None) -> str | None:
     """A claim key in comparable form: ``"France GDP (2023)"`` → ``"france_gdp_2023"``."""
     if claim_key is None:
         return None
-    decomposed = unicodedata.normalize("NFKD", claim_key)
-    folded = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
-    key = re.sub(r"[^0-9a-z]+", "_", folded).strip("_")
+    key = re.sub(r"[^0-9a-z]+", "_", fold(claim_key)).strip("_")
     return key[:200] or None
 
 

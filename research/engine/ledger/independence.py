@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from research.engine.contracts import SourceDocument, SourceRecord
+from research.engine.text import fold
 from research.engine.urls import UnsupportedURLError, hostname, registrable_domain
 from research.engine.works import work_cluster_keys
 
@@ -48,9 +49,7 @@ def normalize_publisher(publisher: str | None) -> str:
     """A publisher name in comparable form (case, accents and punctuation folded)."""
     if not publisher:
         return ""
-    decomposed = unicodedata.normalize("NFKD", publisher)
-    folded = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
-    words = re.findall(r"[0-9a-z]+", folded)
+    words = re.findall(r"[0-9a-z]+", fold(publisher))
     if words and words[0] == "the":
         words = words[1:]
     return " ".join(words)
