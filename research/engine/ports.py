@@ -5,11 +5,10 @@ the model backends (``research/llm/``), the web (``research/sources/``) and the 
 channel (``research/events.py``) implement these protocols; tests implement them in memory.
 """
 
-import threading
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Generic, Literal, Protocol, TypeVar, get_args, runtime_checkable
 
 from research.engine.contracts import (
@@ -214,31 +213,6 @@ class SystemClock:
     def monotonic(self) -> float:
         """``time.monotonic()``."""
         return time.monotonic()
-
-
-class FakeClock:
-    """A clock that only moves when told to; for tests and deterministic replays."""
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self._now = start or datetime(2025, 1, 1, tzinfo=UTC)
-        self._monotonic = 0.0
-        self._lock = threading.Lock()
-
-    def now(self) -> datetime:
-        """The fake current time."""
-        return self._now
-
-    def monotonic(self) -> float:
-        """Seconds advanced since the clock was created."""
-        return self._monotonic
-
-    def advance(self, seconds: float) -> None:
-        """Move both readings forward by ``seconds``."""
-        if seconds < 0:
-            raise ValueError("A clock cannot go backwards.")
-        with self._lock:
-            self._now += timedelta(seconds=seconds)
-            self._monotonic += seconds
 
 
 @runtime_checkable

@@ -53,7 +53,6 @@ from research.engine.ports import (
     AcquisitionError,
     AcquisitionErrorKind,
     CandidateDrop,
-    FakeClock,
     LeaseLost,
     ModelError,
     ModelResult,
@@ -66,6 +65,7 @@ from research.engine.urls import (
     registrable_domain,
     url_hash,
 )
+from tests.engine.clock import FakeClock
 
 
 class MemoryStore:

@@ -9,7 +9,7 @@ from research.engine.guards import (
     budget_for,
     research_stop_reason,
 )
-from research.engine.ports import FakeClock
+from tests.engine.clock import FakeClock
 
 
 def small_budget(**overrides: int) -> Budget:

@@ -25,11 +25,12 @@ from research.engine.contracts import (
     SynthesisRequest,
 )
 from research.engine.guards import StopReason, budget_for
-from research.engine.ports import AcquisitionError, FakeClock, ModelError
+from research.engine.ports import AcquisitionError, ModelError
 from research.engine.run.deciding import follow_up_query
 from research.engine.run.orchestrator import Orchestrator
 from research.engine.run.progress import display_text
 from research.engine.states import RunStatus
+from tests.engine.clock import FakeClock
 from tests.engine.factories import make_document
 from tests.engine.fakes import (
     MemoryEvents,

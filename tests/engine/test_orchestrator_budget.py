@@ -32,10 +32,11 @@ from research.engine.contracts import (
     SynthesisRequest,
     Usage,
 )
-from research.engine.ports import AcquisitionError, FakeClock, ModelError, ModelResult
+from research.engine.ports import AcquisitionError, ModelError, ModelResult
 from research.engine.run.metering import CALLS_PER_REQUEST, call_allowance
 from research.engine.run.orchestrator import Orchestrator
 from research.engine.states import RunStatus
+from tests.engine.clock import FakeClock
 from tests.engine.factories import make_document
 from tests.engine.fakes import MemoryEvents, MemoryStore, MemoryWeb, cite_everything
 

@@ -27,10 +27,11 @@ from research.engine.outcomes import (
     outcome_controls,
     run_outcome,
 )
-from research.engine.ports import AcquisitionError, FakeClock, ModelError
+from research.engine.ports import AcquisitionError, ModelError
 from research.engine.run.orchestrator import Orchestrator
 from research.engine.states import Control, RunStatus
 from research.llm.extractive import ExtractiveModelClient
+from tests.engine.clock import FakeClock
 from tests.engine.factories import make_evidence, make_source
 from tests.engine.fakes import MemoryEvents, MemoryStore, MemoryWeb, RuleModel, cite_everything
 from tests.engine.test_orchestrator import INSEE, PRESS, RUN, build

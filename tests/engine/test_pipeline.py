@@ -28,7 +28,8 @@ from research.engine.ledger import (
     find_duplicate,
     verify_candidates,
 )
-from research.engine.ports import AcquisitionError, FakeClock
+from research.engine.ports import AcquisitionError
+from tests.engine.clock import FakeClock
 from tests.engine.factories import make_candidate, make_document, make_plan
 from tests.engine.fakes import MemoryStore, MemoryWeb
 

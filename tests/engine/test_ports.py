@@ -8,7 +8,6 @@ from research.engine.ports import (
     AcquisitionError,
     Clock,
     EventSink,
-    FakeClock,
     ModelError,
     ModelResult,
     SourceAdapter,
@@ -16,6 +15,7 @@ from research.engine.ports import (
     SystemClock,
 )
 from research.engine.states import RunStatus
+from tests.engine.clock import FakeClock
 from tests.engine.factories import make_document
 from tests.engine.fakes import MemoryEvents, MemoryStore, MemoryWeb
 
