@@ -115,7 +115,7 @@ def _as_question(text: str) -> str:
 
 def _natural_case(item: str) -> str:
     """ "Heat pumps" at the start of a question becomes "heat pumps"; "Rust", "UK" and
-    "Harwick Metro" keep their capitals."""
+    "Paris Metro" keep their capitals."""
     words = item.split()
     if len(words) >= 2 and words[0][:1].isupper() and words[0][1:].islower() and words[1].islower():
         return words[0].lower() + item[len(words[0]) :]
@@ -169,7 +169,7 @@ def find_geographies(text: str) -> list[str]:
 class Subject:
     """What a question's first part is about, for resolving references in its later parts.
 
-    ``entity`` is the thing ("the Harwick Metro Line 3 extension") that "it"/"its" and a bare
+    ``entity`` is the thing ("the Paris Metro line 14 extension") that "it"/"its" and a bare
     follow-up ("is phosphorus the main driver?") point to; ``measure`` is what "that" stands for
     in "how does that compare" ("the number of weekday boardings of the … extension");
     ``context`` anchors a follow-up that names neither ("how much was paid out in total").
@@ -195,7 +195,7 @@ def find_subject(first_part: str) -> Subject:
 
     "What is CRISPR" → CRISPR; "How many weekday boardings does the X extension have" → the X
     extension, measured as "the number of weekday boardings of the X extension"; "How long did
-    the 2023 bloom last" → the 2023 bloom; "Which grant rules change in 2024" → grant rules.
+    the 2023 drought last" → the 2023 drought; "Which grant rules change in 2024" → grant rules.
     """
     text = _clean(first_part)
     quantity = re.match(
@@ -210,14 +210,14 @@ def find_subject(first_part: str) -> Subject:
     if measure:
         words = measure.group("x").split()
         if measure.group("aux").casefold() in ("do", "does", "did") and len(words) > 2:
-            # "how long did the bloom last": the last word is the verb, not the thing.
+            # "how long did the drought last": the last word is the verb, not the thing.
             words = words[:-1]
         return Subject(" ".join(words), measure.group("x"))
     lead = re.sub(rf"^(?:{_WH}\s+)?(?:{_AUX}\s+)?", "", text, flags=re.IGNORECASE)
     lead = re.sub(r"^(?:caused|causes|cause|drives|drove|explains?)\s+", "", lead, flags=re.I)
     did = re.match(rf"^(?i:{_WH}\s+(?:do|does|did)\s+)(?P<x>.+?)\s+(?P<verb>[a-z]+)$", text)
     if did and fold(did.group("verb")) in _VERBS and len(did.group("x").split()) >= 2:
-        # "When did the Line 3 extension open": the last word is the verb, not the thing.
+        # "When did the line 14 extension open": the last word is the verb, not the thing.
         return Subject(did.group("x"), did.group("x"))
     listed = _listed_items(lead)
     if listed is not None:
@@ -272,7 +272,7 @@ def _trailing_scope(text: str) -> tuple[str, str]:
 
 
 def _shared_tail(a: str, b: str) -> tuple[str, str]:
-    """ "Line 3 vs Line 2 ridership": when the first side is only a name, lower-case words
+    """ "Route 9 vs Route 2 ridership": when the first side is only a name, lower-case words
     after the second name are what both are compared on."""
     if any(word[:1].islower() for word in a.split()):
         return b, ""

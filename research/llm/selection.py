@@ -4,7 +4,7 @@ Each question is scored against every sentence, list item and table of the snaps
 (``bm25s``) and with an idf-weighted coverage of the question's terms; the coverage is what the
 returned relevance means (0–1: how much of what the question asks about the passage mentions).
 Terms of the document's title count as half-present in every passage, because every sentence of
-a page about "Line 3" is about Line 3 even when it does not repeat the name. A passage must
+a page about a named thing is about it even when it does not repeat the name. A passage must
 still mention what the question asks about (not only whom it is about) to qualify; a related
 word ("overrun" for "budget") half-matches, and so does an abbreviation the page defines
 ("SPF" for "seasonal performance factor"). Words naming the kind of answer ("which dates",
@@ -320,7 +320,7 @@ def mmr_order(
 
 
 def entity_terms(question: str) -> frozenset[str]:
-    """Terms of the capitalised names in a question ("Harwick Metro", "CRISPR"), except its
+    """Terms of the capitalised names in a question ("Paris Metro", "CRISPR"), except its
     first word, whose capital says nothing."""
     names = re.findall(r"(?<=[\w,;:()'\"] )[A-Z][\w'-]*", question)
     return frozenset(term for name in names for term in content_terms(name))
@@ -332,7 +332,7 @@ _SOURCE_LEAD = re.compile(
     r"new|published|scientific|academic|peer-reviewed)\s+)*(?:research|studies|study|literature|"
     r"science|evidence|experts?|researchers|scientists)\s+(?:\w+\s+)?(?:find|found|show|shown|"
     r"say|said|suggest|tell|conclude|report)s?\s+(?:about|on|regarding|of)?\s*)"
-    # "What did the Harwick Courier report about…": a named source's account of something.
+    # "What did the Daily Post report about…": a named source's account of something.
     r"|^(?i:what\s+(?:does|do|did|has|have)\s+(?:the\s+)?)(?:[A-Z][\w'-]*\s+){1,4}"
     r"(?i:(?:report|say|said|write|written|claim|find|found)s?\s+(?:about|on|regarding)\s+)",
 )
@@ -359,8 +359,8 @@ def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str
     and so do verbs that only say something happened ("from which dates do the rules apply",
     "what did the study find"); the focus is what the question asks about that is none of
     these, nor a number nor the topic of the page: a passage must mention some of it to answer
-    the question. A word inside the page's own phrase ("energy" in "defrost energy losses" on
-    a page about defrost losses) only narrows the topic and is no focus either.
+    the question. A word inside the page's own phrase ("energy" in "battery energy losses" on
+    a page about battery losses) only narrows the topic and is no focus either.
     """
     names = entity_terms(question)
     answer_types = answer_type_terms(question)
@@ -370,7 +370,7 @@ def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str
     query = {
         term: (_NAME_SCALE if term in names or term in _GENERIC_VERBS else 1.0) for term in sequence
     }
-    # Words in a row, with no stop word between them: "defrost energy losses".
+    # Words in a row, with no stop word between them: "battery energy losses".
     adjacent = [
         stem(token) if token not in STOP_WORDS and token not in QUESTION_FILLER else None
         for token in tokens(question)

@@ -97,7 +97,7 @@ def stem(word: str) -> str:
         if not word.endswith(suffix):
             continue
         if suffix == "ly" and (word.endswith("ply") or word[-3] in "ai" or len(word) < 6):
-            # apply, supply and reply are verbs, family and Tessaly nouns, early an adverb
+            # apply, supply and reply are verbs, family and Italy nouns, early an adverb
             # with no shorter form.
             continue
         base = word[: len(word) - len(suffix)] + replacement
@@ -234,7 +234,7 @@ def _shouts(text: str) -> bool:
     return len(letters) >= 8 and all(char.isupper() for char in letters)
 
 
-# "3. Ridership on the Line 3 extension", "2.1 Method": a numbered section heading, not a list.
+# "3. Results of the survey", "2.1 Method": a numbered section heading, not a list.
 _NUMBERED_HEADING = re.compile(r"^\d{1,2}(?:\.\d{1,2})*\.?\s+[A-Z]")
 
 
@@ -261,7 +261,7 @@ def _continues(previous: _Line, following: _Line, *, hard_wrapped: bool) -> bool
     if _is_table_row(following) or _is_table_row(previous):
         return False
     if _shouts(previous.text):
-        # "SOLVIK ENERGY AGENCY - STATISTICAL NOTE" is a title line, not the start of prose.
+        # "NATIONAL STATISTICS OFFICE - PRESS NOTE" is a title line, not the start of prose.
         return False
     first = following.text[0]
     if first.islower():
