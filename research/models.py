@@ -97,7 +97,7 @@ class ResearchRun(models.Model):
     stop_reason = models.CharField(max_length=30, choices=_STOP_REASONS, blank=True)
     stop_limit = models.CharField(max_length=30, blank=True)
     # Consecutive worker attempts that ended in an unexpected error, and the last one's
-    # class and first line (never a traceback); see research.crashes.
+    # class and first line (never a traceback); see research.worker.crashes.
     worker_attempts = models.PositiveSmallIntegerField(default=0)
     worker_error = models.CharField(max_length=300, blank=True)
 

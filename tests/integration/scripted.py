@@ -24,8 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from research import actors, services
-from research.actors import advance_run
+from research import services
 from research.engine.contracts import (
     EvidenceCandidate,
     ExtractionRequest,
@@ -43,6 +42,8 @@ from research.engine.guards import fingerprint_query
 from research.engine.ledger import normalize_for_matching
 from research.llm.scripted import ScriptedModelClient
 from research.models import ResearchRun, ResearchSource, ResearchStep
+from research.worker import actors
+from research.worker.actors import advance_run
 from tests.fixtures.frozen_web.server import FrozenWeb
 
 # --------------------------------------------------------------------------------------------

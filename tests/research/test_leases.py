@@ -2,8 +2,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from research.leases import claim_run, holds_lease, release_lease, renew_lease, stale_runs
 from research.models import ResearchRun
+from research.worker.leases import claim_run, holds_lease, release_lease, renew_lease, stale_runs
 from tests.conftest import make_run
 
 

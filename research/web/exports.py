@@ -31,7 +31,7 @@ from research.engine.citations import (
 from research.engine.contracts import Evidence, Report, SourceSummary, Statement, Usage
 from research.models import ResearchEvidence, ResearchRun, ResearchSource
 from research.report_templates import REPORT_TEMPLATES, template_sections
-from research.store import evidence_from_row
+from research.worker.store import evidence_from_row
 
 logger = logging.getLogger(__name__)
 

@@ -43,9 +43,11 @@ from research.engine.contracts import (
 from research.engine.ports import AcquisitionErrorKind, LeaseLost
 from research.engine.states import RunStatus, check_transition, is_terminal
 from research.engine.urls import UnsupportedURLError, canonical_url, hostname, url_hash
+from research.lifecycle import steps_cancel_unfinished
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
 from research.report_templates import template_sections
-from research.services import steps_cancel_unfinished
+from research.worker.leases import release_lease, renew_lease
+from research.worker.shutdown import SHUTTING_DOWN
 
 _SOURCE_KIND = {
     "html": ResearchSource.Kind.WEB,
@@ -86,9 +88,6 @@ class DjangoStore:
         """Renew the lease at a safe boundary; raises LeaseLost when it is gone."""
         if self.lease_owner is None:
             return
-        from research.leases import release_lease, renew_lease
-        from research.reaper import SHUTTING_DOWN
-
         if SHUTTING_DOWN.is_set():
             release_lease(run_id, self.lease_owner)
             raise LeaseLost("This worker is shutting down; another worker continues the run.")
