@@ -26,6 +26,7 @@ from research.access import can_create_team_run
 from research.engine.contracts import Budget, ResearchPlan, SourcePolicy
 from research.engine.guards import budget_for
 from research.engine.outcomes import outcome_controls, run_outcome
+from research.engine.plans import plans_equal, policies_equal
 from research.engine.states import (
     Control,
     RunStatus,
@@ -34,8 +35,9 @@ from research.engine.states import (
     resume_target,
     retry_target,
 )
-from research.lifecycle import run_transition, steps_cancel_unfinished
+from research.lifecycle import run_transition
 from research.models import ResearchEvidence, ResearchRun, ResearchSource
+from research.worker.store import evidence_from_row, write_evidence_row
 
 # QueueUnavailable is part of what the controls raise (callers catch services.QueueUnavailable).
 from research.worker.tasks import QueueUnavailable as QueueUnavailable
@@ -119,6 +121,13 @@ def check_creation_quota(owner: User, *, planning: bool) -> None:
         )
 
 
+def depth_allowed(depth: str) -> bool:
+    """Whether this deployment's budget cap (``RESEARCH_MAX_DEPTH``) allows ``depth`` (one
+    of ``ResearchRun.Depth``); the composer and ``run_create`` both ask this."""
+    order = list(ResearchRun.Depth.values)
+    return order.index(depth) <= order.index(settings.RESEARCH_MAX_DEPTH)
+
+
 def deployment_budget_cap() -> Budget:
     """The largest budget this deployment allows (a depth preset, ``RESEARCH_MAX_DEPTH``)."""
     return budget_for(settings.RESEARCH_MAX_DEPTH)
@@ -145,8 +154,7 @@ def run_create(
         )
     if depth not in ResearchRun.Depth.values:
         raise RunActionError(f"{depth!r} is not a depth; choose quick, standard or thorough.")
-    order = list(ResearchRun.Depth.values)
-    if order.index(depth) > order.index(settings.RESEARCH_MAX_DEPTH):
+    if not depth_allowed(depth):
         raise RunActionError(
             f"This server allows research up to “{settings.RESEARCH_MAX_DEPTH}” depth; "
             f"choose a smaller depth."
@@ -265,6 +273,36 @@ def plan_approve(*, run: ResearchRun, expected_version: int) -> ResearchRun:
 
 
 @transaction.atomic
+def plan_save(
+    *,
+    run: ResearchRun,
+    plan: dict[str, Any],
+    expected_version: int,
+    source_policy: dict[str, Any] | None,
+    approve: bool,
+) -> tuple[ResearchRun, bool]:
+    """Save an edited plan (and source policy) as a new version when it changed, then
+    approve it if asked; returns the run and whether anything changed. Approving therefore
+    always approves exactly what the person saw in the form."""
+    version = expected_version
+    policy_changed = source_policy is not None and not policies_equal(
+        source_policy, run.source_policy
+    )
+    changed = policy_changed or not plans_equal(plan, run.plan)
+    if changed:
+        run = plan_update(
+            run=run,
+            plan=plan,
+            expected_version=version,
+            source_policy=source_policy if policy_changed else None,
+        )
+        version = run.plan_version
+    if approve:
+        run = plan_approve(run=run, expected_version=version)
+    return run, changed
+
+
+@transaction.atomic
 def run_pause(*, run: ResearchRun) -> ResearchRun:
     """Pause now when no worker holds the run, else ask the worker to pause at a safe point."""
     if not can_pause(run.status):
@@ -308,11 +346,10 @@ def run_cancel(*, run: ResearchRun, reason: str = "Cancelled by a user.") -> Res
         run,
         expected=run.status,
         to=RunStatus.CANCELLED,
+        reason=reason,
         cancel_requested=True,
-        terminal_reason=reason,
     ):
         raise _refused(run, "cancelled")
-    steps_cancel_unfinished(run)
     return run
 
 
@@ -399,21 +436,15 @@ def _carry_over_evidence(*, parent: ResearchRun, child: ResearchRun) -> int:
     ):
         source_id = new_ids[item.source_id]
         digest = evidence_hash(str(child.pk), str(source_id), item.excerpt, item.claim_key or None)
-        ResearchEvidence.objects.create(
-            id=evidence_id_for(digest),
-            run=child,
-            source_id=source_id,
-            question_ids=item.question_ids,
-            excerpt=item.excerpt,
-            locator=item.locator,
-            claim_key=item.claim_key,
-            stance=item.stance,
-            normalized_value=item.normalized_value,
-            scope=item.scope,
-            relevance_bp=item.relevance_bp,
-            confidence_bp=item.confidence_bp,
-            evidence_hash=digest,
+        carried = evidence_from_row(item).model_copy(
+            update={
+                "id": evidence_id_for(digest),
+                "run_id": str(child.pk),
+                "source_id": str(source_id),
+                "evidence_hash": digest,
+            }
         )
+        write_evidence_row(carried, step_id=None)
         copied += 1
     return copied
 

@@ -33,9 +33,13 @@ from research.engine.outcomes import OUTCOME_FILTERS, OutcomeFilter
 from research.engine.urls import InvalidPolicyEntry
 from research.models import ResearchRun
 from research.report_templates import REPORT_TEMPLATES
-from research.services import CLIENT_REQUEST_ID_MAX_CHARS, INSTRUCTION_MAX_CHARS, QUESTION_MAX_CHARS
+from research.services import (
+    CLIENT_REQUEST_ID_MAX_CHARS,
+    INSTRUCTION_MAX_CHARS,
+    QUESTION_MAX_CHARS,
+    depth_allowed,
+)
 
-DEPTH_ORDER = list(ResearchRun.Depth.values)
 MAX_DOMAINS = 50
 MAX_PLAN_QUESTIONS = PLAN_QUESTIONS_MAX
 # A domain name has at most 253 characters; one separator follows each.
@@ -49,11 +53,6 @@ DATE_MAX_CHARS = 10
 def too_long(what: str, limit: int) -> str:
     """The message for text over its limit (Django's default does not say which field)."""
     return f"{what} is too long; keep it under {limit:,} characters."
-
-
-def depth_allowed(depth: str) -> bool:
-    """Whether this deployment's budget cap (``RESEARCH_MAX_DEPTH``) allows ``depth``."""
-    return DEPTH_ORDER.index(depth) <= DEPTH_ORDER.index(settings.RESEARCH_MAX_DEPTH)
 
 
 def depth_options() -> list[dict[str, Any]]:

@@ -17,7 +17,6 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -30,7 +29,7 @@ from research.access import (
     run_get_for_user,
     runs_visible_to,
 )
-from research.engine.plans import describe_plan_changes, plans_equal, policies_equal
+from research.engine.plans import describe_plan_changes
 from research.engine.states import Control, RunStatus
 from research.models import ResearchRun, ResearchSource
 from research.report_templates import REPORT_TEMPLATES
@@ -208,29 +207,19 @@ def run_plan(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
     return section_response(request, run, "plan", also, notice=message)
 
 
-@transaction.atomic
 def _plan_save(run: ResearchRun, editor: PlanEditor, *, approve: bool) -> tuple[ResearchRun, bool]:
-    """Save the edited plan as a new version when it changed, then approve it if asked.
-    Approving therefore always approves exactly what the person saw in the form."""
-    version = editor.form.cleaned_data["plan_version"]
-    plan = plan_from_editor(editor, current=run.plan or {})
+    """Save what the editor holds (``services.plan_save``), approving it if asked."""
     try:
         policy = editor.form.source_policy()
     except forms.ValidationError as exc:
         raise RunActionError(" ".join(exc.messages)) from None
-    policy_changed = policy is not None and not policies_equal(policy, run.source_policy)
-    changed = policy_changed or not plans_equal(plan, run.plan)
-    if changed:
-        run = services.plan_update(
-            run=run,
-            plan=plan,
-            expected_version=version,
-            source_policy=policy if policy_changed else None,
-        )
-        version = run.plan_version
-    if approve:
-        run = services.plan_approve(run=run, expected_version=version)
-    return run, changed
+    return services.plan_save(
+        run=run,
+        plan=plan_from_editor(editor, current=run.plan or {}),
+        expected_version=editor.form.cleaned_data["plan_version"],
+        source_policy=policy,
+        approve=approve,
+    )
 
 
 def _plan_response(

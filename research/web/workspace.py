@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -392,35 +392,46 @@ def live_url(run: ResearchRun) -> str:
     return f"/ws/runs/{run.pk}/?shape={run_shape(run)}"
 
 
-SECTION_CONTEXTS = {
-    "header": lambda request, run: header_context(run, request.user),
-    "progress": lambda request, run: progress_context(run),
-    "timeline": lambda request, run: timeline_context(run),
-    "sources": lambda request, run: sources_context(run),
-    "controls": controls_context,
-    "sharing": sharing_context,
-    "plan": plan_context,
+@dataclass(frozen=True)
+class Section:
+    """A named part of the workspace: what builds its context from the run and who looks
+    (``request`` is None when the WebSocket pushes it), and whether the WebSocket pushes it
+    rendered (parts with forms load themselves over HTTP instead)."""
+
+    build: Callable[[ResearchRun, User | AnonymousUser, HttpRequest | None], dict[str, Any]]
+    pushed: bool = False
+
+
+SECTIONS: dict[str, Section] = {
+    "header": Section(lambda run, user, request: header_context(run, user), pushed=True),
+    "progress": Section(lambda run, user, request: progress_context(run), pushed=True),
+    "timeline": Section(lambda run, user, request: timeline_context(run), pushed=True),
+    "sources": Section(lambda run, user, request: sources_context(run), pushed=True),
+    "controls": Section(lambda run, user, request: controls_context(request, run)),
+    "sharing": Section(lambda run, user, request: sharing_context(request, run)),
+    "plan": Section(lambda run, user, request: plan_context(request, run)),
 }
+# Parts with forms the WebSocket asks the page to reload over HTTP, so their CSRF token and
+# the user's permissions come from a normal request.
+RELOADED = ("controls", "plan")
+
+
+def section_context(name: str, request: HttpRequest, run: ResearchRun) -> dict[str, Any]:
+    return SECTIONS[name].build(run, request.user, request)
 
 
 def live_fragments(run: ResearchRun, user: User | AnonymousUser, sections: Iterable[str]) -> str:
     """HTML the WebSocket pushes: the named workspace parts, rendered from the database.
     Parts with forms (plan, controls) are sent as placeholders that load themselves over
-    HTTP, so their CSRF token and the user's permissions come from a normal request."""
-    builders = {
-        "header": lambda: header_context(run, user),
-        "progress": lambda: progress_context(run),
-        "timeline": lambda: timeline_context(run),
-        "sources": lambda: sources_context(run),
-    }
+    HTTP (``RELOADED``)."""
     parts = [
-        render_to_string(f"{WORKSPACE}#{name}", {**build(), "oob": True})
-        for name, build in builders.items()
-        if name in sections
+        render_to_string(f"{WORKSPACE}#{name}", {**section.build(run, user, None), "oob": True})
+        for name, section in SECTIONS.items()
+        if section.pushed and name in sections
     ]
     loaders = [
         render_to_string(f"{WORKSPACE}#loader", {"run": run, "section": name})
-        for name in ("controls", "plan")
+        for name in RELOADED
         if name in sections
     ]
     if loaders:
@@ -441,9 +452,9 @@ def section_response(
 ) -> HttpResponse:
     """One workspace part (``first``) plus others swapped out of band by HTMX."""
     html = render_to_string(
-        f"{WORKSPACE}#{first}", {**SECTION_CONTEXTS[first](request, run), **extra}, request
+        f"{WORKSPACE}#{first}", {**section_context(first, request, run), **extra}, request
     )
     for name in also:
-        context = {**SECTION_CONTEXTS[name](request, run), "oob": True}
+        context = {**section_context(name, request, run), "oob": True}
         html += render_to_string(f"{WORKSPACE}#{name}", context, request)
     return HttpResponse(html, status=status)
