@@ -17,7 +17,7 @@ from django.utils import timezone
 from research.engine.guards import StopReason
 from research.engine.outcomes import STATUS_LABELS, Outcome, run_outcome
 from research.engine.states import RunStatus
-from research.fields import SchemaJSONField
+from research.fields import SchemaJSONField, Typed
 
 models.TextField.register_lookup(Length)
 
@@ -110,6 +110,13 @@ class ResearchRun(models.Model):
         schema=f"{CONTRACTS}.WorkingState", default=_empty_working_state
     )
     report = SchemaJSONField(schema=f"{CONTRACTS}.Report", null=True, blank=True)
+    # The JSON fields above read back as their contracts (research.engine.contracts).
+    plan_contract = Typed("plan")
+    policy_contract = Typed("source_policy")
+    budget_contract = Typed("budget")
+    usage_contract = Typed("usage")
+    state_contract = Typed("working_state")
+    report_contract = Typed("report")
 
     refinement_instruction = models.TextField(blank=True)
 

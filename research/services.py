@@ -496,7 +496,7 @@ def budget_increase(*, run: ResearchRun, factor: float = BUDGET_INCREASE_FACTOR)
         )
     if not 1 < factor <= 4:
         raise RunActionError("A budget can grow by more than 1× and at most 4× at a time.")
-    current = Budget.model_validate(run.budget)
+    current = run.budget_contract
     cap = deployment_budget_cap().model_dump()
     grown = current.model_dump()
     for name in _GROWING_LIMITS:

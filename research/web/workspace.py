@@ -31,7 +31,6 @@ from research.access import (
     can_edit_run,
     runs_visible_to,
 )
-from research.engine.contracts import Budget, SourcePolicy, Usage
 from research.engine.outcomes import LIMIT_LABELS, outcome_controls
 from research.engine.states import RunStatus
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
@@ -106,13 +105,14 @@ class Meter:
 
 
 def progress_context(run: ResearchRun) -> dict[str, Any]:
-    budget = Budget.model_validate(run.budget)
-    usage = Usage.model_validate(run.usage or {})
+    budget = run.budget_contract
+    usage = run.usage_contract
     finished = (ResearchStep.Status.SUCCEEDED, ResearchStep.Status.FAILED)
     steps = Counter(run.steps.filter(status__in=finished).values_list("kind", flat=True).order_by())
-    coverage = (run.working_state or {}).get("coverage") or {}
-    questions = len((run.plan or {}).get("questions") or [])
-    covered = sum(1 for item in coverage.values() if item.get("evidence_count", 0) > 0)
+    coverage = run.state_contract.coverage
+    plan = run.plan_contract
+    questions = len(plan.questions) if plan else 0
+    covered = sum(1 for item in coverage.values() if item.evidence_count > 0)
     outcome = run.outcome
     stopped_at = {outcome.stop_limit} if outcome.budget_stop else set()
     if "searches" in stopped_at:
@@ -347,20 +347,20 @@ def plan_context(
             extra_sections=template_sections(run.report_template),
             policy=run.source_policy,
         )
-    plan = run.plan or {}
-    required = set((plan.get("completion_criteria") or {}).get("required_question_ids") or [])
+    plan = run.plan_contract
+    required = set(plan.completion_criteria.required_question_ids) if plan else set()
     questions = [
-        {**q, "required": q.get("priority") == "required" or q.get("id") in required}
-        for q in plan.get("questions") or []
+        {**q.model_dump(mode="json"), "required": q.priority == "required" or q.id in required}
+        for q in (plan.questions if plan else [])
     ]
     return {
         "run": run,
-        "plan": plan,
+        "plan": run.plan or {},
         "plan_questions": questions,
         "editor": editor if editable else None,
         "template_sections": template_sections(run.report_template),
-        "policy": SourcePolicy.model_validate(run.source_policy or {}),
-        "budget": Budget.model_validate(run.budget),
+        "policy": run.policy_contract,
+        "budget": run.budget_contract,
         "planning_failed": run.status == RunStatus.FAILED
         and run.resume_phase == RunStatus.PLANNING,
         "may_control": can_control_run(request.user, run),
