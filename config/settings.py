@@ -252,6 +252,11 @@ RESEARCH_REAPER_INTERVAL_SECONDS = env_int("RESEARCH_REAPER_INTERVAL_SECONDS", 3
 # killed mid-write); three in a row are a bug or a bad input that more attempts will not
 # fix, and at the default reaper interval they give up within about a minute and a half.
 RESEARCH_WORKER_MAX_ATTEMPTS = env_int("RESEARCH_WORKER_MAX_ATTEMPTS", 3, minimum=1)
+# The model client the worker's orchestrator talks to: a dotted path to a callable that
+# takes no arguments and returns a research.engine.ports.ModelClient. Empty: the configured
+# model endpoint (LLM_*), or the extractive backend when none is configured. A Django
+# setting only (tests and evaluations point it at their scripted models), not a variable.
+RESEARCH_MODEL_CLIENT = ""
 
 # Source acquisition (research/sources). Values pass through as written;
 # research.sources.config parses them and the research app checks them at start-up,

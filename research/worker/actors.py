@@ -15,8 +15,10 @@ import logging
 
 import dramatiq
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.module_loading import import_string
 from dramatiq.middleware import TimeLimitExceeded
 
 from research.engine.orchestrator import Orchestrator
@@ -43,9 +45,10 @@ _TIME_LIMIT_MS = 70 * 60 * 1000
 def build_orchestrator(
     *, lease_owner: str | None, model: ModelClient | None = None
 ) -> Orchestrator:
-    """The orchestrator wired to the database, the web and ``model`` (default: the
-    configured model endpoint, or the extractive backend when none is configured)."""
-    client = model or model_client_from_config(llm_config_from_settings())
+    """The orchestrator wired to the database, the web and ``model`` (default: the one the
+    ``RESEARCH_MODEL_CLIENT`` setting names, else the configured model endpoint, or the
+    extractive backend when none is configured)."""
+    client = model or configured_model_client()
     return Orchestrator(
         store=DjangoStore(lease_owner=lease_owner),
         model=client,
@@ -55,6 +58,20 @@ def build_orchestrator(
         # A model endpoint may need one repair call per request; the extractive backend never does.
         calls_per_request=1 if isinstance(client, ExtractiveModelClient) else 2,
     )
+
+
+def configured_model_client() -> ModelClient:
+    """The model client this deployment's settings choose (docs/configuration.md)."""
+    path = settings.RESEARCH_MODEL_CLIENT
+    if not path:
+        return model_client_from_config(llm_config_from_settings())
+    try:
+        factory = import_string(path)
+    except ImportError as exc:
+        raise ImproperlyConfigured(
+            f"RESEARCH_MODEL_CLIENT names {path!r}, which cannot be imported: {exc}"
+        ) from None
+    return factory()
 
 
 @dramatiq.actor(queue_name="research", max_retries=3, min_backoff=5_000, time_limit=_TIME_LIMIT_MS)
