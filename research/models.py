@@ -160,10 +160,6 @@ class ResearchRun(models.Model):
         return self.title or self.question[:80]
 
     @property
-    def is_terminal(self) -> bool:
-        return self.status in (self.Status.COMPLETED, self.Status.CANCELLED)
-
-    @property
     def outcome(self) -> Outcome:
         """How the run stands, in the words every page and the command line use."""
         return run_outcome(
