@@ -21,9 +21,9 @@ from django.contrib.auth.models import AnonymousUser
 from django.db.models import Count, Max
 from django.http import Http404
 
-from research.access import run_get_for_user
 from research.engine.states import is_terminal
 from research.models import ResearchRun, ResearchSource, ResearchStep
+from research.selectors import run_get_for_user
 from research.web.workspace import live_fragments, run_shape
 from research.worker.events import register_server_loop, run_group
 

@@ -16,13 +16,10 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from research.access import (
-    can_control_run,
-    run_get_by_share_token,
-    run_get_for_user,
-)
+from research.access import can_control_run
 from research.engine.citations import describe_locator
 from research.models import ResearchEvidence, ResearchRun
+from research.selectors import run_get_by_share_token, run_get_for_user
 from research.web.exports import (
     evidence_contract,
     pdf_unavailable_reason,

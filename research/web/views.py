@@ -25,14 +25,11 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from research import services
-from research.access import (
-    run_get_for_user,
-    runs_visible_to,
-)
 from research.engine.plans import describe_plan_changes
 from research.engine.states import Control, RunStatus
 from research.models import ResearchRun, ResearchSource
 from research.report_templates import REPORT_TEMPLATES
+from research.selectors import run_get_for_user, runs_visible_to
 from research.services import PlanVersionConflict, QueueUnavailable, QuotaExceeded, RunActionError
 from research.web.forms import (
     ComposerForm,

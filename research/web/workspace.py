@@ -26,15 +26,12 @@ from django.utils import timezone
 
 from accounts.models import User
 from research import services
-from research.access import (
-    can_control_run,
-    can_edit_run,
-    runs_visible_to,
-)
+from research.access import can_control_run, can_edit_run
 from research.engine.outcomes import LIMIT_LABELS, outcome_controls
 from research.engine.states import RunStatus
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
 from research.report_templates import REPORT_TEMPLATES, template_sections
+from research.selectors import runs_visible_to
 from research.web.forms import (
     RefineForm,
     SharingForm,
