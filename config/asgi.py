@@ -23,7 +23,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from config.worker import start_embedded_worker  # noqa: E402
-from research.routing import websocket_urlpatterns  # noqa: E402
+from research.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

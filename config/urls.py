@@ -26,5 +26,5 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),
-    path("", include("research.urls")),
+    path("", include("research.web.urls")),
 ]

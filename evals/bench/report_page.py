@@ -140,11 +140,11 @@ def _time_page(client: Client, url: str, repeats: int) -> tuple[float, int, int]
 
 
 def _time_render(run: Any, repeats: int) -> tuple[float, int, int]:
-    """Without a report view: loading the run's evidence and sources and rendering HTML."""
-    from research.engine.citations import render_html
-    from research.management.run_document import source_summaries
+    """Without a report view: loading the run's evidence and sources and rendering Markdown."""
+    from research.cli.run_document import source_summaries
+    from research.engine.citations import render_markdown
     from research.models import ResearchEvidence, ResearchRun, ResearchSource
-    from research.store import evidence_from_row
+    from research.worker.store import evidence_from_row
 
     def once() -> None:
         fresh = ResearchRun.objects.get(pk=run.pk)
@@ -152,7 +152,7 @@ def _time_render(run: Any, repeats: int) -> tuple[float, int, int]:
             row.pk: evidence_from_row(row) for row in ResearchEvidence.objects.filter(run=fresh)
         }
         sources = source_summaries(ResearchSource.objects.filter(run=fresh).defer("snapshot_text"))
-        render_html(Report.model_validate(fresh.report), evidence=evidence, sources=sources)
+        render_markdown(Report.model_validate(fresh.report), evidence=evidence, sources=sources)
 
     once()
     durations = []
@@ -198,7 +198,7 @@ def measure(*, repeats: int = 5) -> dict[str, Any]:
     return {
         "method": method
         if method == "report page view"
-        else "render_html plus loading the run, evidence and sources (no report view yet)",
+        else "render_markdown plus loading the run, evidence and sources (no report view yet)",
         "sizes": rows,
         "queries_flat": len({row["sql_queries"] for row in rows}) == 1,
         "time_growth_10_to_1000": round(growth, 2) if growth else None,
