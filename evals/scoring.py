@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from evals.taskset import ContradictionSide, GoldFact, GoldPassage, Task
 from research.engine.citations import UNSUPPORTED_LABEL
 from research.engine.ledger import normalize_for_matching
+from research.engine.support import check_support
 
 # Contiguous words an excerpt must share with a gold passage (or the whole passage if shorter).
 PASSAGE_OVERLAP_WORDS = 8
@@ -196,6 +197,8 @@ class TaskScore:
     verified_excerpts: int = 0
     factual_statements: int = 0
     findings_with_evidence: int = 0
+    # findings with evidence that pass the deterministic support checks against their excerpts
+    supported_findings: int = 0
     unsupported_after_repair: int = 0
     # answer quality
     required_questions: int = 0
@@ -332,6 +335,13 @@ def score_run(
 
     # What the report asserts with valid evidence: findings, and conflicts it lays out.
     supported: list[tuple[str, list[str]]] = []
+    plan = document.get("plan") or {}
+    plan_text = [
+        plan.get("objective") or "",
+        *(question.get("text") or "" for question in plan.get("questions", [])),
+        *((plan.get("scope") or {}).get("included_topics") or []),
+        *((plan.get("scope") or {}).get("geographies") or []),
+    ]
     for statement in statements(report):
         cited = [eid for eid in statement.get("evidence_ids", []) if eid in valid]
         if statement.get("kind") == "finding":
@@ -339,6 +349,22 @@ def score_run(
             if cited:
                 score.findings_with_evidence += 1
                 supported.append((statement.get("text", ""), cited))
+                excerpts = [
+                    "\n".join(
+                        filter(
+                            None,
+                            (
+                                (valid[eid]["evidence"].get("locator") or {}).get("heading"),
+                                valid[eid]["evidence"]["excerpt"],
+                            ),
+                        )
+                    )
+                    for eid in cited
+                ]
+                if check_support(
+                    statement.get("text", ""), excerpts, known_text=plan_text
+                ).supported:
+                    score.supported_findings += 1
         elif statement.get("kind") == "caveat" and statement.get("text", "").startswith(
             UNSUPPORTED_LABEL
         ):

@@ -18,12 +18,17 @@ from research.engine.contracts import (
     ReportContradiction,
     SourceSummary,
     Statement,
+    SupportCheck,
     TextLocator,
 )
 from research.engine.ports import ModelError
+from research.engine.support import Support, check_support, clean_statement
 from research.engine.urls import UnsupportedURLError, normalize_url
 
 UNSUPPORTED_LABEL = "Not supported by verified evidence:"
+MISMATCH_LABEL = "Not borne out by its cited excerpts:"
+# Source classes that speak for the subject itself: one of them can carry a "high" finding.
+_FIRST_HAND_CLASSES = frozenset({"official", "primary"})
 
 EvidenceLink = Callable[[Evidence], str]
 
@@ -54,7 +59,11 @@ def _valid(evidence_id: str, evidence: Mapping[str, Evidence], run_id: str) -> b
 
 
 def check_citations(
-    report: Report, *, run_id: str, evidence: Mapping[str, Evidence]
+    report: Report,
+    *,
+    run_id: str,
+    evidence: Mapping[str, Evidence],
+    known_text: Sequence[str] = (),
 ) -> list[CitationProblem]:
     """List every citation problem of ``report``.
 
@@ -73,6 +82,16 @@ def check_citations(
             )
             if problem:
                 problems.append(problem)
+        support = _support(statement, evidence, run_id, known_text)
+        if support is not None and not support.supported:
+            problems.append(
+                CitationProblem(
+                    statement.claim_id,
+                    f"{where} says what its cited excerpts do not: "
+                    f"{'; '.join(support.mismatches)}. Restate it as the excerpts put it, "
+                    "or cite the excerpt that says it.",
+                )
+            )
     for number, contradiction in enumerate(report.contradictions, start=1):
         for evidence_id in contradiction.evidence_ids:
             problem = _id_problem(
@@ -92,6 +111,10 @@ class ValidatedReport:
     repaired: bool = False
     demoted_claim_ids: list[str] = field(default_factory=list)
     dropped_contradictions: int = 0
+    # Findings kept as caveats because their excerpts do not bear them out (also in demoted).
+    mismatched_claim_ids: list[str] = field(default_factory=list)
+    # Addresses, citation markers and markup removed from statement text.
+    removed_from_text: int = 0
 
 
 Repair = Callable[[Report, Sequence[CitationProblem]], Report]
@@ -103,17 +126,27 @@ def finalize_report(
     run_id: str,
     evidence: Mapping[str, Evidence],
     repair: Repair | None = None,
+    known_text: Sequence[str] = (),
+    standing: Mapping[str, tuple[str, str]] | None = None,
 ) -> ValidatedReport:
-    """Validate citations, allow one repair round, then enforce the rules.
+    """Validate citations and support, allow one repair round, then enforce the rules.
 
-    When problems are found and ``repair`` is given, it is called once with the report and
-    the problems (typically a synthesis call with ``SynthesisRequest.problems`` set). A repair
-    that fails with :class:`ModelError` leaves the original report. Whatever is still wrong
-    afterwards is fixed by the program: invalid ids are dropped, findings left without evidence
-    become caveats labelled "Not supported by verified evidence:", and contradictions left
-    without evidence are dropped. ``problems`` reports what was found before any repair.
+    Statement text first loses addresses, citation markers and markup of its own (what the
+    cited excerpts quote stays). Every finding is then checked against its cited excerpts
+    (:mod:`research.engine.support`; ``known_text`` holds the plan's words, whose names need
+    no excerpt). When problems are found and ``repair`` is given, it is called once with the
+    report and the problems (typically a synthesis call with ``SynthesisRequest.problems``
+    set). A repair that fails with :class:`ModelError` leaves the original report. Whatever is
+    still wrong afterwards is fixed by the program: invalid ids are dropped, findings left
+    without evidence become caveats labelled "Not supported by verified evidence:", findings
+    their excerpts do not bear out become caveats labelled "Not borne out by its cited
+    excerpts:" (keeping their citations, so the mismatch can be audited), and contradictions
+    left without evidence are dropped. ``standing`` maps source ids to (source class,
+    independence cluster): a "high" finding needs an official or primary source or two
+    clusters, otherwise it is "medium". ``problems`` reports what was found before any repair.
     """
-    problems = check_citations(report, run_id=run_id, evidence=evidence)
+    report, removed = _clean_texts(report, run_id=run_id, evidence=evidence)
+    problems = check_citations(report, run_id=run_id, evidence=evidence, known_text=known_text)
     repaired = False
     if problems and repair is not None:
         try:
@@ -122,20 +155,114 @@ def finalize_report(
             candidate = None
         if candidate is not None:
             report, repaired = candidate, True
-    final, demoted, dropped = _enforce(report, run_id=run_id, evidence=evidence)
+            # What is counted is what the published text lost.
+            report, removed = _clean_texts(report, run_id=run_id, evidence=evidence)
+    enforced = _enforce(
+        report, run_id=run_id, evidence=evidence, known_text=known_text, standing=standing
+    )
     return ValidatedReport(
-        report=final,
+        report=enforced.report,
         problems=problems,
         repaired=repaired,
-        demoted_claim_ids=demoted,
-        dropped_contradictions=dropped,
+        demoted_claim_ids=enforced.demoted,
+        dropped_contradictions=enforced.dropped,
+        mismatched_claim_ids=enforced.mismatched,
+        removed_from_text=removed,
     )
 
 
-def _enforce(
+def said_by(item: Evidence) -> str:
+    """What a piece of evidence says: its excerpt, under the heading the page puts it under
+    (shown with the excerpt, and what a statement may name as its context)."""
+    heading = getattr(item.locator, "heading", None) or ""
+    return f"{heading}\n{item.excerpt}" if heading else item.excerpt
+
+
+def _excerpts(statement: Statement, evidence: Mapping[str, Evidence], run_id: str) -> list[str]:
+    return [
+        said_by(evidence[eid])
+        for eid in dict.fromkeys(statement.evidence_ids)
+        if _valid(eid, evidence, run_id)
+    ]
+
+
+def _support(
+    statement: Statement,
+    evidence: Mapping[str, Evidence],
+    run_id: str,
+    known_text: Sequence[str],
+) -> Support | None:
+    """The support checks of a finding with valid citations; None for anything else."""
+    if statement.kind != "finding":
+        return None
+    excerpts = _excerpts(statement, evidence, run_id)
+    if not excerpts:
+        return None
+    return check_support(statement.text, excerpts, known_text=known_text)
+
+
+def _clean_texts(
     report: Report, *, run_id: str, evidence: Mapping[str, Evidence]
-) -> tuple[Report, list[str], int]:
+) -> tuple[Report, int]:
+    removed = 0
+
+    def clean(statement: Statement) -> Statement:
+        nonlocal removed
+        quoted = "\n".join(_excerpts(statement, evidence, run_id))
+        text, count = clean_statement(statement.text, quoted)
+        if not count:
+            return statement
+        removed += count
+        return statement.model_copy(update={"text": text or "(no text left)"})
+
+    cleaned = report.model_copy(
+        update={
+            "executive_summary": [clean(s) for s in report.executive_summary],
+            "sections": [
+                section.model_copy(update={"statements": [clean(s) for s in section.statements]})
+                for section in report.sections
+            ],
+        },
+        deep=True,
+    )
+    return cleaned, removed
+
+
+@dataclass
+class _Enforced:
+    report: Report
+    demoted: list[str]
+    mismatched: list[str]
+    dropped: int
+
+
+def _confidence(
+    statement: Statement,
+    cited: Sequence[str],
+    evidence: Mapping[str, Evidence],
+    standing: Mapping[str, tuple[str, str]] | None,
+) -> str:
+    """A supported finding keeps "high" only with a first-hand source or two independent ones."""
+    if statement.confidence != "high" or standing is None:
+        return statement.confidence
+    known = [
+        standing[evidence[eid].source_id] for eid in cited if evidence[eid].source_id in standing
+    ]
+    first_hand = any(source_class in _FIRST_HAND_CLASSES for source_class, _ in known)
+    clusters = {cluster for _, cluster in known}
+    return "high" if first_hand or len(clusters) >= 2 else "medium"
+
+
+def _enforce(
+    report: Report,
+    *,
+    run_id: str,
+    evidence: Mapping[str, Evidence],
+    known_text: Sequence[str] = (),
+    standing: Mapping[str, tuple[str, str]] | None = None,
+) -> _Enforced:
     demoted: list[str] = []
+    mismatched: list[str] = []
 
     def fix(statement: Statement) -> Statement:
         kept = [
@@ -152,9 +279,40 @@ def _enforce(
                     "text": text[:4000],
                     "evidence_ids": [],
                     "confidence": "low",
+                    "checks": [],
                 }
             )
-        return statement.model_copy(update={"evidence_ids": kept})
+        if statement.kind != "finding":
+            return statement.model_copy(update={"evidence_ids": kept, "checks": []})
+        support = check_support(
+            statement.text, [said_by(evidence[eid]) for eid in kept], known_text=known_text
+        )
+        checks = [
+            SupportCheck(name=c.name, passed=c.passed, detail=c.detail[:500])
+            for c in support.checks
+        ]
+        if not support.supported:
+            demoted.append(statement.claim_id)
+            mismatched.append(statement.claim_id)
+            text = statement.text
+            if not text.startswith(MISMATCH_LABEL):
+                text = f"{MISMATCH_LABEL} {text}"
+            return statement.model_copy(
+                update={
+                    "kind": "caveat",
+                    "text": text[:4000],
+                    "evidence_ids": kept,
+                    "confidence": "low",
+                    "checks": checks,
+                }
+            )
+        return statement.model_copy(
+            update={
+                "evidence_ids": kept,
+                "checks": checks,
+                "confidence": _confidence(statement, kept, evidence, standing),
+            }
+        )
 
     contradictions: list[ReportContradiction] = []
     dropped = 0
@@ -179,7 +337,7 @@ def _enforce(
         },
         deep=True,
     )
-    return Report.model_validate(final.model_dump()), demoted, dropped
+    return _Enforced(Report.model_validate(final.model_dump()), demoted, mismatched, dropped)
 
 
 def problems_as_text(problems: Sequence[CitationProblem]) -> list[str]:

@@ -88,13 +88,23 @@ _MARKER = re.compile(r"\s*\[(?:\d+(?:\s*[,–-]\s*\d+)*|[a-z]?\d+[a-z]?|citation
 _MARKUP = re.compile(r"</?[a-zA-Z][\w:-]*(?:\s[^<>]*)?/?>|\*\*|__|`")
 
 
-def clean_statement(text: str) -> tuple[str, int]:
-    """``text`` without addresses, citation markers and markup, and how many were removed."""
+def clean_statement(text: str, quoted: str = "") -> tuple[str, int]:
+    """``text`` without the addresses, citation markers and markup of its own, and how many
+    were removed. What also stands in ``quoted`` (the cited excerpts) is the source's own text,
+    quoted, and stays."""
     removed = 0
+
+    def drop(match: re.Match[str]) -> str:
+        nonlocal removed
+        if match.group(0).strip() and match.group(0).strip() in quoted:
+            return match.group(0)
+        removed += 1
+        return ""
+
     for pattern in (_URL_TEXT, _MARKER, _MARKUP):
-        text, count = pattern.subn("", text)
-        removed += count
-    text = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split()))
+        text = pattern.sub(drop, text)
+    if removed:
+        text = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split()))
     return text, removed
 
 
@@ -535,10 +545,15 @@ def _names(statement: str) -> list[str]:
         first = re.match(r"\W*", sentence)
         start = first.end() if first else 0
         for match in words:
-            if match.start() == start or len(match.group(0)) < 2:
-                continue  # the sentence's first word, or "I"
-            names.append(match.group(0))
-    return list(dict.fromkeys(name.rstrip("'’") for name in names))
+            word = match.group(0)
+            if len(word) < 2:
+                continue  # "I"
+            # A sentence's first word is capitalised anyway; a possessive ("Harwick's") still
+            # shows it to be a name.
+            if match.start() == start and not re.search(r"['’]s$", word):
+                continue
+            names.append(word)
+    return list(dict.fromkeys(re.sub(r"['’]s?$", "", name) for name in names))
 
 
 def _check_names(statement: str, excerpts: str, known: str) -> Check:

@@ -28,7 +28,14 @@ from research.engine.citations import (
     render_markdown,
     safe_source_url,
 )
-from research.engine.contracts import Evidence, Report, SourceSummary, Statement, Usage
+from research.engine.contracts import (
+    Evidence,
+    Report,
+    SourceSummary,
+    Statement,
+    SupportCheck,
+    Usage,
+)
 from research.models import ResearchEvidence, ResearchRun, ResearchSource
 from research.report_templates import REPORT_TEMPLATES, template_sections
 from research.worker.store import evidence_from_row
@@ -80,6 +87,21 @@ class StatementView:
     kind: str
     confidence: str
     cites: list[CiteRef]
+    # The support checks run on a finding (research/engine/support.py): name, passed, detail.
+    checks: list[SupportCheck]
+
+    @property
+    def checks_summary(self) -> str:
+        """One line: what was checked and, for a check that failed, what did not match."""
+        if not self.checks:
+            return ""
+        failed = [check for check in self.checks if not check.passed]
+        if not failed:
+            names = ", ".join(check.name for check in self.checks)
+            return f"Checked against its excerpts: {names} — all agree."
+        return "Checked against its excerpts: " + "; ".join(
+            f"{check.name}: {check.detail}" for check in failed
+        )
 
 
 @dataclass
@@ -205,6 +227,7 @@ def _statement(statement: Statement, index: CitationIndex, url: EvidenceURL) -> 
         kind=statement.kind,
         confidence=statement.confidence,
         cites=_cites(statement.evidence_ids, index, url),
+        checks=list(statement.checks),
     )
 
 

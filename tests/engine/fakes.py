@@ -774,16 +774,18 @@ class TableExtractor:
 
 
 def cite_everything(request: SynthesisRequest) -> Report:
-    """One finding per question citing its evidence, conflicts side by side, gaps as given."""
+    """One finding per question citing its evidence and saying what the first excerpt says,
+    conflicts side by side, gaps as given."""
     sections = []
     for question in request.plan.questions:
-        cited = [e.id for e in request.evidence if question.id in e.question_ids][:3]
+        evidence = [e for e in request.evidence if question.id in e.question_ids][:3]
+        cited = [e.id for e in evidence]
         statements = (
             [
                 Statement(
                     claim_id=f"{question.id}-finding",
                     kind="finding",
-                    text=f"What the sources say about {question.id}.",
+                    text=evidence[0].excerpt[:4000],
                     evidence_ids=cited,
                 )
             ]

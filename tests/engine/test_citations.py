@@ -39,7 +39,12 @@ def report(*statements: dict, **extra: object) -> Report:
     )
 
 
-def finding(claim_id: str, *evidence_ids: str, text: str = "A finding.") -> dict:
+def finding(claim_id: str, *evidence_ids: str, text: str | None = None) -> dict:
+    """A finding citing ``evidence_ids``; by default it says what the first one says (these
+    tests are about citations; tests/engine/test_support.py is about what findings say)."""
+    if text is None:
+        first = EVIDENCE.get(evidence_ids[0]) if evidence_ids else None
+        text = first.excerpt if first else "A finding."
     return {
         "claim_id": claim_id,
         "kind": "finding",
@@ -231,7 +236,9 @@ def _valid_report() -> Report:
             finding("c1", GDP.id, text="France's economy reached 2.8 trillion euros."),
             finding("c2", GROWTH.id, GDP.id, text="Growth slowed."),
             {"claim_id": "c3", "kind": "caveat", "text": "2024 data is provisional."},
-            executive_summary=[finding("s1", GDP.id, text="A large economy.")],
+            executive_summary=[
+                finding("s1", GDP.id, text="A large economy: GDP was 2.8 trillion euros.")
+            ],
             gaps=[{"question_id": "q2", "description": "No regional breakdown was found."}],
             methodology=["Searched official statistics."],
         ),
@@ -244,9 +251,12 @@ def test_markdown_has_numbered_citations_and_a_sources_list() -> None:
     markdown = render_markdown(_valid_report(), evidence=EVIDENCE, sources=SOURCES)
     assert markdown.startswith("# The French economy in 2023\n")
     assert (
-        f"- A large economy\\. [\\[1\\]](#evidence-{GDP.id})" not in markdown
+        f"- A large economy: GDP was 2.8 trillion euros\\. [\\[1\\]](#evidence-{GDP.id})"
+        not in markdown
     )  # dots are not escaped
-    assert f"- A large economy. [\\[1\\]](#evidence-{GDP.id})" in markdown
+    assert (
+        f"- A large economy: GDP was 2.8 trillion euros. [\\[1\\]](#evidence-{GDP.id})" in markdown
+    )
     assert (
         f"- Growth slowed. [\\[2\\]](#evidence-{GROWTH.id})[\\[1\\]](#evidence-{GDP.id})"
         in markdown

@@ -192,7 +192,7 @@ def test_research_rules_compose_into_a_cited_report() -> None:
                 {
                     "claim_id": "c1",
                     "kind": "finding",
-                    "text": "Growth was 0.9% in the revised estimate.",
+                    "text": "In 2023 GDP grew by 0.9% in volume.",
                     "evidence_ids": [official_ev.id],
                     "confidence": "high",
                 },

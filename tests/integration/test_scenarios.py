@@ -20,6 +20,7 @@ from research import services
 from research.engine.citations import number_citations, render_markdown
 from research.engine.contracts import (
     Report,
+    ReportSection,
     ResearchBrief,
     ResearchDecision,
     SearchAction,
@@ -777,3 +778,118 @@ def test_cancel_stops_at_a_boundary_cancels_pending_steps_and_writes_no_report(
     assert not [s for s in steps(run) if s.status in ("pending", "running")]
     assert len(model.calls_for("decider")) == 1 and not model.calls_for("synthesizer")
     assert not run.lease_owner
+
+
+# --------------------------------------------------------------------------------------------
+# What findings say: checked against their excerpts before the report is published
+# --------------------------------------------------------------------------------------------
+
+# Each mutation of a real excerpt the run verified: (kind, question, old text, new text).
+MUTATIONS = [
+    ("wrong number", "q1", "48,200", "84,200"),
+    ("wrong year", "q1", "2023", "2022"),
+    ("flipped negation", "q1", "recorded", "never recorded"),
+    ("swapped entity", "q1", "Harwick's", "Brantford's"),
+    ("wrong unit", "q2", "$1.82 billion", "€1.82 billion"),
+    ("flipped comparison", "q2", "35 per cent more", "35 per cent less"),
+]
+
+
+def _stubborn_writer(request: SynthesisRequest) -> Report:
+    """A model that states mutated versions of the excerpts, an unrelated citation and a
+    statement with an address and a citation marker of its own; asked to repair, it sends
+    the same report again."""
+    by_question = {
+        question.id: [e for e in request.evidence if question.id in e.question_ids]
+        for question in request.plan.questions
+    }
+    statements = []
+    for kind, question_id, old, new in MUTATIONS:
+        item = next(e for e in by_question[question_id] if old in e.excerpt)
+        statements.append(
+            Statement(
+                claim_id=kind.replace(" ", "-"),
+                kind="finding",
+                text=item.excerpt.replace(old, new),
+                evidence_ids=[item.id],
+            )
+        )
+    boardings, cost = by_question["q1"][0], by_question["q2"][0]
+    statements += [
+        Statement(
+            claim_id="unrelated-excerpt",
+            kind="finding",
+            text=boardings.excerpt,
+            evidence_ids=[cost.id],
+        ),
+        Statement(
+            claim_id="address-and-marker",
+            kind="finding",
+            text=f"{cost.excerpt} See http://evil.example/x for more [3].",
+            evidence_ids=[cost.id],
+        ),
+        Statement(
+            claim_id="faithful",
+            kind="finding",
+            text=boardings.excerpt,
+            evidence_ids=[boardings.id],
+        ),
+    ]
+    return Report(
+        title=request.plan.objective[:300],
+        sections=[ReportSection(id="all", title="Findings", statements=statements)],
+        gaps=list(request.gaps),
+        partial=request.partial,
+    )
+
+
+def test_findings_their_excerpts_do_not_bear_out_are_never_published(owner, model, frozen):
+    script(model, researcher(), synthesize=_stubborn_writer)
+    run = advance(approved_run(owner, model, PLAN))
+    assert run.status == "completed", (run.status, run.last_error)
+
+    report = report_of(run)
+    findings = {s.claim_id: s for s in report.statements() if s.kind == "finding"}
+    assert sorted(findings) == ["address-and-marker", "faithful"]
+    assert "http" not in findings["address-and-marker"].text
+    assert "[3]" not in findings["address-and-marker"].text
+    for statement in findings.values():
+        assert {c.name for c in statement.checks} == {
+            "numbers",
+            "negation",
+            "comparison",
+            "names",
+            "overlap",
+        }
+        assert all(c.passed for c in statement.checks)
+
+    caveats = {s.claim_id: s for s in report.statements() if s.kind == "caveat"}
+    for kind, *_ in [*MUTATIONS, ("unrelated excerpt",)]:
+        caveat = caveats[kind.replace(" ", "-")]
+        assert caveat.text.startswith("Not borne out by its cited excerpts:")
+        assert caveat.confidence == "low"
+        assert caveat.evidence_ids  # kept, so the mismatch can be audited
+        assert [c.detail for c in caveat.checks if not c.passed]
+
+    # One repair round was asked for, naming each mismatch.
+    first, repair = model.calls_for("synthesizer")
+    assert not first.request.problems
+    problems = "\n".join(repair.request.problems)
+    for kind, *_ in [*MUTATIONS, ("unrelated excerpt",)]:
+        assert f"Finding {kind.replace(' ', '-')} says what its cited excerpts do not" in problems
+    (synthesis,) = steps(run, "synthesize")
+    assert "7 not borne out by their excerpts" in synthesis.summary
+    assert "2 addresses, markers or markup removed" in synthesis.summary
+
+
+def test_the_report_page_shows_what_was_checked_and_what_did_not_match(
+    owner, model, frozen, client
+):
+    script(model, researcher(), synthesize=_stubborn_writer)
+    run = advance(approved_run(owner, model, PLAN))
+    client.force_login(owner)
+    page = client.get(reverse("research:run_report", args=[run.pk])).content.decode()
+
+    assert "Checked against its excerpts: numbers, negation, comparison, names, overlap" in page
+    assert "numbers: “84,200 boardings” is in no cited excerpt" in page
+    assert "names: “Brantford” is in no cited excerpt" in page

@@ -80,6 +80,7 @@ from research.engine.contracts.reports import (
     ReportGap,
     ReportSection,
     Statement,
+    SupportCheck,
 )
 from research.engine.contracts.requests import (
     CandidateSummary,
@@ -178,6 +179,7 @@ __all__ = [
     "RunSnapshot",
     "SCHEMA_VERSION",
     "SCHOLARLY_ABSTRACT_MAX_CHARS",
+    "SupportCheck",
     "SCHOLARLY_AUTHOR_MAX_CHARS",
     "SCHOLARLY_MAX_AUTHORS",
     "SCHOLARLY_TITLE_MAX_CHARS",

@@ -11,14 +11,29 @@ from research.engine.contracts.base import Confidence, Contract, Identifier, Non
 # --------------------------------------------------------------------------------------------
 
 
+SupportCheckName = Literal["numbers", "negation", "comparison", "names", "overlap"]
+
+
+class SupportCheck(_Part):
+    """One deterministic check of a finding against its cited excerpts (engine/support.py)."""
+
+    name: SupportCheckName
+    passed: bool
+    detail: Annotated[str, Field(max_length=500)] = ""
+
+
 class Statement(_Part):
-    """One statement of the report; findings must cite verified evidence of the same run."""
+    """One statement of the report; findings must cite verified evidence of the same run.
+
+    ``checks`` are written by the program when the report is validated, never by a model: what
+    was checked of a finding against its excerpts and with what result."""
 
     claim_id: Identifier
     kind: Literal["finding", "analysis", "caveat"]
     text: Annotated[str, Field(min_length=1, max_length=4000)]
     evidence_ids: list[NonEmptyStr] = Field(default_factory=list)
     confidence: Confidence = "medium"
+    checks: list[SupportCheck] = Field(default_factory=list)
 
 
 class ReportSection(_Part):

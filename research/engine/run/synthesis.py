@@ -20,7 +20,7 @@ from research.engine.contracts import (
     SynthesisRequest,
     Usage,
 )
-from research.engine.guards import BudgetRefused, estimate_tokens
+from research.engine.guards import BudgetRefused, estimate_tokens, source_cluster
 from research.engine.ports import ModelError
 from research.engine.run.context import Phase, RunContext, View, outage_stop, stop_message
 from research.engine.run.metering import (
@@ -149,7 +149,14 @@ class Synthesis(Phase):
         def repair(draft: Report, problems: Sequence[CitationProblem]) -> Report:
             return self._repair_report(run, view, gaps, summaries, partial, key, draft, problems)
 
-        validated = finalize_report(report, run_id=run_id, evidence=evidence_by_id, repair=repair)
+        validated = finalize_report(
+            report,
+            run_id=run_id,
+            evidence=evidence_by_id,
+            repair=repair,
+            known_text=_plan_text(run.plan),
+            standing={s.id: (s.quality.source_class, source_cluster(s)) for s in view.sources},
+        )
         final = _complete_report(
             validated.report,
             plan=run.plan,
@@ -164,6 +171,13 @@ class Synthesis(Phase):
         if validated.demoted_claim_ids:
             summary += (
                 f"; {len(validated.demoted_claim_ids)} unsupported statements kept as caveats"
+            )
+        if validated.mismatched_claim_ids:
+            summary += f" ({len(validated.mismatched_claim_ids)} not borne out by their excerpts)"
+        if validated.removed_from_text:
+            summary += (
+                f"; {validated.removed_from_text} addresses, markers or markup removed from "
+                "statement text"
             )
         self._store.finish_step(
             step.id,
@@ -434,3 +448,13 @@ def _difference(after: Usage, before: Usage) -> Usage:
         if name not in ("schema_version", "elapsed_seconds")
     }
     return Usage(**values)
+
+
+def _plan_text(plan: ResearchPlan) -> list[str]:
+    """The plan's own words: names they use need no excerpt in a finding."""
+    return [
+        plan.objective,
+        *(question.text for question in plan.questions),
+        *plan.scope.included_topics,
+        *plan.scope.geographies,
+    ]
