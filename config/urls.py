@@ -4,6 +4,8 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import include, path
 
+from research.api.endpoints import api
+
 admin.site.site_header = "Deep Research audit"
 admin.site.site_title = "Deep Research audit"
 admin.site.index_title = "Runs, steps, sources and evidence"
@@ -25,6 +27,7 @@ urlpatterns = [
         admin.site.admin_view(view_on_site),
     ),
     path("admin/", admin.site.urls),
+    path("api/v1/", api.urls),
     path("accounts/", include("accounts.urls")),
     path("", include("research.urls")),
 ]

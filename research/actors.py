@@ -20,6 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 from dramatiq.middleware import TimeLimitExceeded
 
+from research import services
 from research.crashes import clear_crashes, record_crash
 from research.engine.orchestrator import Orchestrator
 from research.engine.ports import LeaseLost, ModelClient, SystemClock
@@ -124,6 +125,9 @@ def _advance_claimed(run_id: str, owner: str) -> None:
     if run.status in (RunStatus.PAUSED, RunStatus.AWAITING_APPROVAL):
         return  # waiting for a person
     status = orchestrator.advance(run_id)
+    if status == RunStatus.AWAITING_APPROVAL and run.auto_approve:
+        services.plan_auto_approve(run)
+        return
     run.refresh_from_db()
     if status == RunStatus.PAUSED and run.refinement_instruction:
         # A refinement asked the run to pause at a safe point; now revise the plan.

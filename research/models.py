@@ -112,6 +112,9 @@ class ResearchRun(models.Model):
     report = SchemaJSONField(schema=f"{CONTRACTS}.Report", null=True, blank=True)
 
     refinement_instruction = models.TextField(blank=True)
+    # Approve the plan as soon as it is drafted (asked for through the API); kept on the run so
+    # a worker that restarts still honours it.
+    auto_approve = models.BooleanField(default=False)
 
     pause_requested = models.BooleanField(default=False)
     cancel_requested = models.BooleanField(default=False)

@@ -208,8 +208,10 @@ def run_create(
     visibility: str = ResearchRun.Visibility.PRIVATE,
     report_template: str = "",
     client_request_id: str | None = None,
+    auto_approve: bool = False,
 ) -> ResearchRun:
-    """Create a run and start planning it in the background."""
+    """Create a run and start planning it in the background. With ``auto_approve`` the
+    worker approves the plan as soon as it is drafted (``plan_auto_approve``)."""
     question = question.strip()
     if not question:
         raise RunActionError("Write the question you want researched.")
@@ -270,9 +272,30 @@ def run_create(
             else None,
             report_template=report_template,
             client_request_id=client_request_id,
+            auto_approve=auto_approve,
         )
         _enqueue_advance(run.pk)
     return run
+
+
+def plan_auto_approve(run: ResearchRun) -> bool:
+    """Approve a freshly drafted plan of a run created with ``auto_approve`` (the worker calls
+    this after planning); True when it was approved. A plan waiting for a refinement, or one a
+    person already acted on, is left alone."""
+    run.refresh_from_db()
+    if (
+        not run.auto_approve
+        or run.status != RunStatus.AWAITING_APPROVAL
+        or run.refinement_instruction
+    ):
+        return False
+    try:
+        plan_approve(run=run, expected_version=run.plan_version)
+    except QueueUnavailable:
+        return True  # approved; the reaper sends it when the broker is back
+    except RunActionError:
+        return False
+    return True
 
 
 @transaction.atomic
