@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import include, path
 
+from research.api import pages as api_pages
 from research.api.endpoints import api
 
 admin.site.site_header = "Deep Research audit"
@@ -28,6 +29,9 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("webhooks/", api_pages.webhook_list, name="webhook_list"),
+    path("webhooks/<int:hook_id>/", api_pages.webhook_detail, name="webhook_detail"),
+    path("webhooks/<int:hook_id>/toggle/", api_pages.webhook_toggle, name="webhook_toggle"),
     path("accounts/", include("accounts.urls")),
     path("", include("research.urls")),
 ]

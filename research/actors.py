@@ -81,6 +81,25 @@ def advance_run(run_id: str) -> None:
     finally:
         release_lease(run_id, owner)
         wake_queued_runs()
+    _emit_webhooks(run_id)
+
+
+def _emit_webhooks(run_id: str) -> None:
+    """Tell subscribed webhooks about the state the run was left in (never fails the run)."""
+    from research import webhooks
+
+    try:
+        webhooks.emit(run_id)
+    except Exception:
+        logger.exception("Could not queue the webhooks of run %s.", run_id)
+
+
+@dramatiq.actor(queue_name="webhooks", max_retries=0, time_limit=60_000)
+def deliver_webhook(delivery_id: int) -> None:
+    """One delivery attempt; research.webhooks schedules the next one with backoff."""
+    from research import webhooks
+
+    webhooks.deliver(delivery_id)
 
 
 def _count_crash(run_id: str, owner: str, error: BaseException) -> None:
