@@ -144,3 +144,62 @@ def test_manage_py_mcp_serves_the_sdk_client_over_stdio(command_line):  # noqa: 
         "planning",
         "awaiting_approval",
     )
+
+
+def _http_factory(app):
+    import httpx
+
+    def factory(headers=None, timeout=None, auth=None) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://testserver",
+            headers=headers,
+            timeout=timeout,
+            auth=auth,
+        )
+
+    return factory
+
+
+def test_streamable_http_at_mcp_with_bearer_tokens(owner, outsider):
+    import httpx
+    from django.core.asgi import get_asgi_application
+    from mcp.client.streamable_http import streamable_http_client
+
+    from accounts.services import api_token_revoke
+    from research.api.mcp_http import with_mcp
+
+    # The app as config/asgi.py mounts it (importing that module would start its embedded worker).
+    application = with_mcp(get_asgi_application())
+
+    run = completed_run(owner)
+    token, secret = api_token_create(user=owner, name="http agent")
+
+    async def session_calls(bearer: str):
+        client = _http_factory(application)(headers={"Authorization": f"Bearer {bearer}"})
+        async with (
+            client,
+            streamable_http_client("http://testserver/mcp", http_client=client) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            report = _data(await session.call_tool("get_report", {"run_id": str(run.pk)}))
+            recent = _data(await session.call_tool("list_recent_runs", {}))
+            return report, recent
+
+    report, recent = asyncio.run(session_calls(secret))
+    assert report["citations"] and recent[0]["run_id"] == str(run.pk)
+    rows = {r.pk: r for r in ResearchEvidence.objects.filter(run=run)}
+    assert all(c["excerpt"] == rows[c["evidence_ids"][0]].excerpt for c in report["citations"])
+
+    async def raw(headers):
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=application), base_url="http://testserver"
+        ) as client:
+            return await client.post("/mcp", json={}, headers=headers)
+
+    anonymous = asyncio.run(raw({}))
+    assert anonymous.status_code == 401 and anonymous.json()["code"] == "unauthenticated"
+    api_token_revoke(user=owner, token_id=token.pk)
+    revoked = asyncio.run(raw({"Authorization": f"Bearer {secret}"}))
+    assert revoked.status_code == 401
