@@ -60,10 +60,6 @@ class Membership(models.Model):
     def __str__(self) -> str:
         return f"{self.user} in {self.team} ({self.role})"
 
-    @property
-    def may_edit(self) -> bool:
-        return self.role in (self.Role.OWNER, self.Role.EDITOR)
-
 
 def hash_invitation_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()

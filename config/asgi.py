@@ -24,7 +24,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from config.worker import start_embedded_worker  # noqa: E402
 from research.api.mcp_http import with_mcp  # noqa: E402
-from research.routing import websocket_urlpatterns  # noqa: E402
+from research.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

@@ -179,8 +179,8 @@ _DRAMATIQ_MIDDLEWARE = [
     "dramatiq.middleware.Callbacks",
     "dramatiq.middleware.Retries",
     "django_dramatiq.middleware.DbConnectionsMiddleware",
-    "research.reaper.ReaperMiddleware",
-    "research.broker_watchdog.BrokerWatchdog",
+    "research.worker.reaper.ReaperMiddleware",
+    "research.worker.broker_watchdog.BrokerWatchdog",
 ]
 # Explicit Redis socket timeouts. redis-py 8 defaults to 5 s, the same as channels-redis'
 # blocking read (BZPOPMIN with a 5-s timeout), so a quiet WebSocket's read timed out and the
@@ -210,7 +210,7 @@ else:
         "MIDDLEWARE": _DRAMATIQ_MIDDLEWARE,
     }
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-DRAMATIQ_AUTODISCOVER_MODULES = ["actors"]
+DRAMATIQ_AUTODISCOVER_MODULES = ["worker.actors"]
 
 # Security. HTTPS_ONLY turns on everything that needs TLS in front of the app.
 HTTPS_ONLY = env_bool("HTTPS_ONLY", False)
@@ -260,10 +260,15 @@ RESEARCH_MAX_PLANNING_RUNS_PER_USER = env_int("RESEARCH_MAX_PLANNING_RUNS_PER_US
 RESEARCH_LEASE_SECONDS = env_int("RESEARCH_LEASE_SECONDS", 90, minimum=10)
 RESEARCH_REAPER_INTERVAL_SECONDS = env_int("RESEARCH_REAPER_INTERVAL_SECONDS", 30, minimum=1)
 # Worker attempts in a row that may end in an unexpected error before the run is failed
-# (research/crashes.py). One crash can be a passing fault (a dropped connection, a worker
+# (research/worker/crashes.py). One crash can be a passing fault (a dropped connection, a worker
 # killed mid-write); three in a row are a bug or a bad input that more attempts will not
 # fix, and at the default reaper interval they give up within about a minute and a half.
 RESEARCH_WORKER_MAX_ATTEMPTS = env_int("RESEARCH_WORKER_MAX_ATTEMPTS", 3, minimum=1)
+# The model client the worker's orchestrator talks to: a dotted path to a callable that
+# takes no arguments and returns a research.engine.ports.ModelClient. Empty: the configured
+# model endpoint (LLM_*), or the extractive backend when none is configured. A Django
+# setting only (tests and evaluations point it at their scripted models), not a variable.
+RESEARCH_MODEL_CLIENT = ""
 
 # Source acquisition (research/sources). Values pass through as written;
 # research.sources.config parses them and the research app checks them at start-up,

@@ -33,5 +33,5 @@ urlpatterns = [
     path("webhooks/<int:hook_id>/", api_pages.webhook_detail, name="webhook_detail"),
     path("webhooks/<int:hook_id>/toggle/", api_pages.webhook_toggle, name="webhook_toggle"),
     path("accounts/", include("accounts.urls")),
-    path("", include("research.urls")),
+    path("", include("research.web.urls")),
 ]

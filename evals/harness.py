@@ -20,14 +20,14 @@ from evals.naive_baseline import naive_run_document
 from evals.scoring import HostileText, Observation, TaskScore, WebReference, score_run
 from evals.taskset import REAL_DOCS_SETS, Task
 from research import services
-from research.actors import build_orchestrator
+from research.cli.run_document import build_run_document
+from research.cli.run_driver import OrchestratorFactory, RunDriver
 from research.engine.orchestrator import Orchestrator
 from research.engine.ports import ModelClient
 from research.engine.states import RunStatus
-from research.management.run_document import build_run_document
-from research.management.run_driver import OrchestratorFactory, RunDriver
 from research.sources.adapter import WebSourceAdapter
 from research.sources.config import sources_config_from_settings
+from research.worker.actors import build_orchestrator
 from tests.fixtures.frozen_web.server import FrozenWeb, serve_frozen_web
 from tests.fixtures.real_docs.hostile import hostile_pages
 from tests.fixtures.real_docs.rendering import occurs_in_rendering, visible_text

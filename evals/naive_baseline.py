@@ -5,7 +5,7 @@ results (the same SSRF-safe fetcher and snapshot builder, through ``WebSourceAda
 their snapshots into sentences and quotes the ten sentences with the highest Okapi BM25 score
 against the question, as a report of ten findings each citing its sentence. Nothing plans,
 decides, verifies or says "not found". The result is a run document in the shape
-``research.management.run_document`` produces, so the same scorer scores it; it never touches
+``research.cli.run_document`` produces, so the same scorer scores it; it never touches
 the database. Its job is to show what a method must beat: a report that quotes the right
 pages without understanding them.
 """

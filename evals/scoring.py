@@ -1,6 +1,6 @@
 """Deterministic scoring of one run document against its task, and the gates over a task set.
 
-Every metric is computed from the run document (``research.management.run_document``) and
+Every metric is computed from the run document (``research.cli.run_document``) and
 what the frozen web saw, never from the engine's own verdicts: a citation is valid when its
 evidence and source belong to the run and its locator points into the stored snapshot; an
 excerpt is verified when the text at its locator is the excerpt and the snapshot still hashes

@@ -10,6 +10,9 @@ Rules:
 * A run with visibility ``link`` may be viewed read-only by anyone holding its
   share token, signed in or not.
 * Nobody else sees it; views answer 404 so a run's existence is not revealed.
+
+The reads that apply these rules (lists of visible runs, one run for a user or a share
+link) are in ``research.selectors``.
 """
 
 from __future__ import annotations
@@ -18,15 +21,14 @@ import secrets
 from typing import Literal
 
 from django.contrib.auth.models import AnonymousUser
-from django.core.exceptions import ValidationError
-from django.db.models import Q, QuerySet
-from django.http import Http404
+from django.db.models import QuerySet
 
 from accounts.models import Membership, Team, User
 from research.models import ResearchRun
 
 Need = Literal["view", "edit", "control"]
-_SHARED = (ResearchRun.Visibility.TEAM, ResearchRun.Visibility.LINK)
+# Visibilities that share a run with its team.
+SHARED_VISIBILITIES = (ResearchRun.Visibility.TEAM, ResearchRun.Visibility.LINK)
 _MAY_EDIT = (Membership.Role.OWNER, Membership.Role.EDITOR)
 
 
@@ -44,7 +46,11 @@ def can_create_team_run(user: User | AnonymousUser, team: Team) -> bool:
 
 
 def _team_role(user: User | AnonymousUser, run: ResearchRun) -> str | None:
-    if not user.is_authenticated or run.team_id is None or run.visibility not in _SHARED:
+    if (
+        not user.is_authenticated
+        or run.team_id is None
+        or run.visibility not in SHARED_VISIBILITIES
+    ):
         return None
     return (
         Membership.objects.filter(team_id=run.team_id, user_id=user.pk)
@@ -84,41 +90,3 @@ def can_edit_run(user: User | AnonymousUser, run: ResearchRun) -> bool:
 def can_control_run(user: User | AnonymousUser, run: ResearchRun) -> bool:
     """May pause, resume, cancel, refine or retry the run."""
     return can_edit_run(user, run)
-
-
-def runs_visible_to(user: User | AnonymousUser) -> QuerySet[ResearchRun]:
-    """Every run the user may view, for lists and searches."""
-    if not user.is_authenticated or not user.is_active:
-        return ResearchRun.objects.none()
-    team_ids = Membership.objects.filter(user_id=user.pk).values("team_id")
-    return ResearchRun.objects.filter(
-        Q(owner_id=user.pk) | Q(visibility__in=_SHARED, team_id__in=team_ids)
-    )
-
-
-_CHECKS = {"view": can_view_run, "edit": can_edit_run, "control": can_control_run}
-
-
-def run_get_for_user(
-    user: User | AnonymousUser, run_id: object, *, need: Need = "view"
-) -> ResearchRun:
-    """Return the run if ``user`` may do ``need`` with it, else raise Http404."""
-    try:
-        run = ResearchRun.objects.select_related("owner", "team").get(pk=run_id)
-    except (ResearchRun.DoesNotExist, ValidationError, ValueError, TypeError):
-        raise Http404("No such research run.") from None
-    if not _CHECKS[need](user, run):
-        raise Http404("No such research run.")
-    return run
-
-
-def run_get_by_share_token(share_token: str) -> ResearchRun:
-    """Return the run a share link points at (read-only view), else raise Http404."""
-    run = (
-        ResearchRun.objects.select_related("owner", "team")
-        .filter(share_token=share_token, visibility=ResearchRun.Visibility.LINK)
-        .first()
-    )
-    if run is None or not share_token_matches(run, share_token):
-        raise Http404("This share link is not valid.")
-    return run

@@ -56,3 +56,28 @@ class SchemaJSONField(models.JSONField):
     def validate(self, value: Any, model_instance: models.Model | None) -> None:
         super().validate(value, model_instance)
         self.validate_value(value)
+
+
+class Typed:
+    """The value of a ``SchemaJSONField`` read back as its schema's type (a pydantic
+    contract), so code reads ``run.plan_contract.questions`` instead of digging in dicts.
+
+    ``Typed("plan")`` on a model gives the ``plan`` field's value parsed on each read (an
+    unsaved change to the field shows at once); ``None`` stays ``None``. A stored value that
+    no longer validates raises ``pydantic.ValidationError``.
+    """
+
+    def __init__(self, field_name: str) -> None:
+        self.field_name = field_name
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: models.Model | None, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        value = getattr(instance, self.field_name)
+        if value is None:
+            return None
+        field = instance._meta.get_field(self.field_name)
+        return field.adapter.validate_python(value)

@@ -17,7 +17,7 @@ from django.utils import timezone
 from research.engine.guards import StopReason
 from research.engine.outcomes import STATUS_LABELS, Outcome, run_outcome
 from research.engine.states import RunStatus
-from research.fields import SchemaJSONField
+from research.fields import SchemaJSONField, Typed
 
 models.TextField.register_lookup(Length)
 
@@ -97,7 +97,7 @@ class ResearchRun(models.Model):
     stop_reason = models.CharField(max_length=30, choices=_STOP_REASONS, blank=True)
     stop_limit = models.CharField(max_length=30, blank=True)
     # Consecutive worker attempts that ended in an unexpected error, and the last one's
-    # class and first line (never a traceback); see research.crashes.
+    # class and first line (never a traceback); see research.worker.crashes.
     worker_attempts = models.PositiveSmallIntegerField(default=0)
     worker_error = models.CharField(max_length=300, blank=True)
 
@@ -110,6 +110,13 @@ class ResearchRun(models.Model):
         schema=f"{CONTRACTS}.WorkingState", default=_empty_working_state
     )
     report = SchemaJSONField(schema=f"{CONTRACTS}.Report", null=True, blank=True)
+    # The JSON fields above read back as their contracts (research.engine.contracts).
+    plan_contract = Typed("plan")
+    policy_contract = Typed("source_policy")
+    budget_contract = Typed("budget")
+    usage_contract = Typed("usage")
+    state_contract = Typed("working_state")
+    report_contract = Typed("report")
 
     refinement_instruction = models.TextField(blank=True)
     # Approve the plan as soon as it is drafted (asked for through the API); kept on the run so
@@ -154,10 +161,6 @@ class ResearchRun(models.Model):
 
     def __str__(self) -> str:
         return self.title or self.question[:80]
-
-    @property
-    def is_terminal(self) -> bool:
-        return self.status in (self.Status.COMPLETED, self.Status.CANCELLED)
 
     @property
     def outcome(self) -> Outcome:

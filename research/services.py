@@ -15,8 +15,6 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-import dramatiq.errors
-import redis.exceptions
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
@@ -28,35 +26,31 @@ from research.access import can_create_team_run
 from research.engine.contracts import Budget, ResearchPlan, SourcePolicy
 from research.engine.guards import budget_for
 from research.engine.outcomes import outcome_controls, run_outcome
+from research.engine.plans import plans_equal, policies_equal
 from research.engine.states import (
     Control,
     RunStatus,
     can_pause,
-    check_transition,
     is_terminal,
     resume_target,
     retry_target,
 )
-from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
+from research.lifecycle import run_transition
+from research.models import ResearchEvidence, ResearchRun, ResearchSource
+from research.worker.store import evidence_from_row, write_evidence_row
+
+# QueueUnavailable is part of what the controls raise (callers catch services.QueueUnavailable).
+from research.worker.tasks import QueueUnavailable as QueueUnavailable
+from research.worker.tasks import enqueue_advance
 
 logger = logging.getLogger(__name__)
 
-# Statuses whose stop reason is kept: how the run ended.
-_ENDED = (RunStatus.COMPLETED, RunStatus.BUDGET_EXHAUSTED, RunStatus.FAILED)
 QUESTION_MAX_CHARS = 4000
 INSTRUCTION_MAX_CHARS = 2000
 # The column's width (ResearchRun.client_request_id); pages send a 32-character hex id.
 CLIENT_REQUEST_ID_MAX_CHARS = 64
 # Statuses of a run whose plan the planner is drafting (each costs a planner call).
 PLANNING_STATUSES = (RunStatus.CREATED, RunStatus.PLANNING)
-# What a broker client raises when the broker cannot be reached: Dramatiq's own connection
-# errors (RabbitMQ), redis-py's (the Redis broker does not wrap them) and socket errors.
-BROKER_ERRORS = (
-    dramatiq.errors.BrokerConnectionError,
-    redis.exceptions.ConnectionError,
-    redis.exceptions.TimeoutError,
-    OSError,
-)
 
 
 class RunActionError(Exception):
@@ -66,19 +60,6 @@ class RunActionError(Exception):
 class QuotaExceeded(RunActionError):
     """The user reached a per-user limit on new research (HTTP 429); the sentence says which
     and when it frees up."""
-
-
-class QueueUnavailable(Exception):
-    """The change is saved but the message that starts the work could not be queued: the
-    broker is unreachable. Nothing is lost: the reaper of any worker re-sends runs whose
-    message never arrived once the broker is back (``research.leases.stale_runs``)."""
-
-    def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
-        super().__init__(
-            "Saved; the work queue cannot be reached right now, so it will start when the "
-            "queue is back."
-        )
 
 
 class PlanVersionConflict(RunActionError):
@@ -94,65 +75,12 @@ class PlanVersionConflict(RunActionError):
         )
 
 
-def _enqueue_advance(run_id: object) -> None:
-    """Send the run to a worker after commit. When the broker refuses the message,
-    ``QueueUnavailable`` is raised from the commit (the transaction is committed by then), so
-    the caller can say the work starts later instead of failing."""
-    transaction.on_commit(lambda: _send_advance(str(run_id)))
-
-
-def _send_advance(run_id: str) -> None:
-    from research.actors import advance_run
-
-    try:
-        advance_run.send(run_id)
-    except BROKER_ERRORS as exc:
-        logger.warning(
-            "Could not queue run %s (%s: %s); the reaper sends it when the broker is back.",
-            run_id,
-            type(exc).__name__,
-            exc,
-        )
-        raise QueueUnavailable(run_id) from None
-
-
 def _validation_sentence(exc: PydanticValidationError) -> str:
     problems = []
     for error in exc.errors():
         where = ".".join(str(part) for part in error["loc"]) or "plan"
         problems.append(f"{where}: {error['msg']}")
     return "; ".join(problems)
-
-
-def run_transition(
-    run: ResearchRun,
-    *,
-    expected: str,
-    to: str,
-    plan_version: int | None = None,
-    **fields: Any,
-) -> bool:
-    """Compare-and-set the run's status; returns False when it was no longer ``expected``."""
-    check_transition(expected, to)
-    now = timezone.now()
-    rows = ResearchRun.objects.filter(pk=run.pk, status=expected)
-    if plan_version is not None:
-        rows = rows.filter(plan_version=plan_version)
-    if to == RunStatus.PAUSED:
-        fields.setdefault("resume_phase", expected)
-    if to not in _ENDED:
-        # A stop reason says how a run ended; one that moves on (retried, given more
-        # budget, cancelled) no longer has one.
-        fields.setdefault("stop_reason", "")
-        fields.setdefault("stop_limit", "")
-    if is_terminal(to):
-        fields.setdefault("completed_at", now)
-        fields.setdefault("lease_owner", "")
-        fields.setdefault("lease_expires_at", None)
-    changed = rows.update(status=to, updated_at=now, **fields) == 1
-    if changed:
-        run.refresh_from_db()
-    return changed
 
 
 def _has_live_lease(run: ResearchRun) -> bool:
@@ -193,6 +121,13 @@ def check_creation_quota(owner: User, *, planning: bool) -> None:
         )
 
 
+def depth_allowed(depth: str) -> bool:
+    """Whether this deployment's budget cap (``RESEARCH_MAX_DEPTH``) allows ``depth`` (one
+    of ``ResearchRun.Depth``); the composer and ``run_create`` both ask this."""
+    order = list(ResearchRun.Depth.values)
+    return order.index(depth) <= order.index(settings.RESEARCH_MAX_DEPTH)
+
+
 def deployment_budget_cap() -> Budget:
     """The largest budget this deployment allows (a depth preset, ``RESEARCH_MAX_DEPTH``)."""
     return budget_for(settings.RESEARCH_MAX_DEPTH)
@@ -221,8 +156,7 @@ def run_create(
         )
     if depth not in ResearchRun.Depth.values:
         raise RunActionError(f"{depth!r} is not a depth; choose quick, standard or thorough.")
-    order = list(ResearchRun.Depth.values)
-    if order.index(depth) > order.index(settings.RESEARCH_MAX_DEPTH):
+    if not depth_allowed(depth):
         raise RunActionError(
             f"This server allows research up to “{settings.RESEARCH_MAX_DEPTH}” depth; "
             f"choose a smaller depth."
@@ -274,7 +208,7 @@ def run_create(
             client_request_id=client_request_id,
             auto_approve=auto_approve,
         )
-        _enqueue_advance(run.pk)
+        enqueue_advance(run.pk)
     return run
 
 
@@ -357,8 +291,38 @@ def plan_approve(*, run: ResearchRun, expected_version: int) -> ResearchRun:
                 expected=expected_version, current=run.plan_version, current_plan=run.plan
             )
         raise _refused(run, "approved")
-    _enqueue_advance(run.pk)
+    enqueue_advance(run.pk)
     return run
+
+
+@transaction.atomic
+def plan_save(
+    *,
+    run: ResearchRun,
+    plan: dict[str, Any],
+    expected_version: int,
+    source_policy: dict[str, Any] | None,
+    approve: bool,
+) -> tuple[ResearchRun, bool]:
+    """Save an edited plan (and source policy) as a new version when it changed, then
+    approve it if asked; returns the run and whether anything changed. Approving therefore
+    always approves exactly what the person saw in the form."""
+    version = expected_version
+    policy_changed = source_policy is not None and not policies_equal(
+        source_policy, run.source_policy
+    )
+    changed = policy_changed or not plans_equal(plan, run.plan)
+    if changed:
+        run = plan_update(
+            run=run,
+            plan=plan,
+            expected_version=version,
+            source_policy=source_policy if policy_changed else None,
+        )
+        version = run.plan_version
+    if approve:
+        run = plan_approve(run=run, expected_version=version)
+    return run, changed
 
 
 @transaction.atomic
@@ -386,7 +350,7 @@ def run_resume(*, run: ResearchRun) -> ResearchRun:
     ):
         raise _refused(run, "resumed")
     if target != RunStatus.AWAITING_APPROVAL:
-        _enqueue_advance(run.pk)
+        enqueue_advance(run.pk)
     return run
 
 
@@ -405,18 +369,11 @@ def run_cancel(*, run: ResearchRun, reason: str = "Cancelled by a user.") -> Res
         run,
         expected=run.status,
         to=RunStatus.CANCELLED,
+        reason=reason,
         cancel_requested=True,
-        terminal_reason=reason,
     ):
         raise _refused(run, "cancelled")
-    steps_cancel_unfinished(run)
     return run
-
-
-def steps_cancel_unfinished(run: ResearchRun) -> int:
-    return ResearchStep.objects.filter(
-        run=run, status__in=[ResearchStep.Status.PENDING, ResearchStep.Status.RUNNING]
-    ).update(status=ResearchStep.Status.CANCELLED, completed_at=timezone.now())
 
 
 @transaction.atomic
@@ -456,7 +413,7 @@ def run_refine(*, run: ResearchRun, instruction: str, user: User) -> ResearchRun
             refinement_instruction=instruction,
         )
         _carry_over_evidence(parent=run, child=child)
-        _enqueue_advance(child.pk)
+        enqueue_advance(child.pk)
         return child
     if run.status not in (RunStatus.AWAITING_APPROVAL, RunStatus.PAUSED, RunStatus.RESEARCHING):
         raise _refused(run, "refined")
@@ -468,7 +425,7 @@ def run_refine(*, run: ResearchRun, instruction: str, user: User) -> ResearchRun
     run.refresh_from_db()
     if run.status != RunStatus.RESEARCHING:
         # Nobody is working on it: revise the plan straight away in the background.
-        _enqueue_advance(run.pk)
+        enqueue_advance(run.pk)
     return run
 
 
@@ -502,21 +459,15 @@ def _carry_over_evidence(*, parent: ResearchRun, child: ResearchRun) -> int:
     ):
         source_id = new_ids[item.source_id]
         digest = evidence_hash(str(child.pk), str(source_id), item.excerpt, item.claim_key or None)
-        ResearchEvidence.objects.create(
-            id=evidence_id_for(digest),
-            run=child,
-            source_id=source_id,
-            question_ids=item.question_ids,
-            excerpt=item.excerpt,
-            locator=item.locator,
-            claim_key=item.claim_key,
-            stance=item.stance,
-            normalized_value=item.normalized_value,
-            scope=item.scope,
-            relevance_bp=item.relevance_bp,
-            confidence_bp=item.confidence_bp,
-            evidence_hash=digest,
+        carried = evidence_from_row(item).model_copy(
+            update={
+                "id": evidence_id_for(digest),
+                "run_id": str(child.pk),
+                "source_id": str(source_id),
+                "evidence_hash": digest,
+            }
         )
+        write_evidence_row(carried, step_id=None)
         copied += 1
     return copied
 
@@ -539,7 +490,7 @@ def run_retry(*, run: ResearchRun) -> ResearchRun:
         worker_error="",
     ):
         raise _refused(run, "retried")
-    _enqueue_advance(run.pk)
+    enqueue_advance(run.pk)
     return run
 
 
@@ -568,7 +519,7 @@ def budget_increase(*, run: ResearchRun, factor: float = BUDGET_INCREASE_FACTOR)
         )
     if not 1 < factor <= 4:
         raise RunActionError("A budget can grow by more than 1× and at most 4× at a time.")
-    current = Budget.model_validate(run.budget)
+    current = run.budget_contract
     cap = deployment_budget_cap().model_dump()
     grown = current.model_dump()
     for name in _GROWING_LIMITS:
@@ -583,7 +534,7 @@ def budget_increase(*, run: ResearchRun, factor: float = BUDGET_INCREASE_FACTOR)
         terminal_reason="",
     ):
         raise _refused(run, "given more budget")
-    _enqueue_advance(run.pk)
+    enqueue_advance(run.pk)
     return run
 
 

@@ -160,7 +160,7 @@ def emit(run_id: object) -> list[WebhookDelivery]:
 
 
 def _queue(delivery_id: int, *, delay_ms: int) -> None:
-    from research.actors import deliver_webhook
+    from research.worker.actors import deliver_webhook
 
     try:
         deliver_webhook.send_with_options(args=(delivery_id,), delay=delay_ms or None)

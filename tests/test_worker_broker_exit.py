@@ -15,7 +15,7 @@ import pytest
 from django.conf import settings
 from dramatiq.brokers.redis import RedisBroker
 
-from research.broker_watchdog import EXIT_BROKER_UNREACHABLE, broker_reachable
+from research.worker.broker_watchdog import EXIT_BROKER_UNREACHABLE, broker_reachable
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT_SECONDS = 3

@@ -2,10 +2,10 @@
 
 For 1, 10 and 50 viewers of one run, on the in-memory channel layer and on Redis (skipped
 with a note when Redis does not answer), each of a series of progress events is published to
-the run's group the way ``research.events`` does, and every viewer's socket is read until
+the run's group the way ``research.worker.events`` does, and every viewer's socket is read until
 the fragment update arrives. Two paths are timed:
 
-* ``websocket`` — the real consumer (``research.consumers``) behind the app's WebSocket
+* ``websocket`` — the real consumer (``research.live.consumer``) behind the app's WebSocket
   routes: it coalesces events for ``coalesce_seconds`` (0.25 s by design), re-renders the
   changed parts of the workspace from the database and sends them; measured as the app
   ships and again with coalescing off, to show what transport and rendering cost;
@@ -101,8 +101,8 @@ async def _websocket_latencies(run_id: str, user: Any, viewers: int) -> list[flo
     from channels.routing import URLRouter
     from channels.testing import WebsocketCommunicator
 
-    from research.events import run_group
-    from research.routing import websocket_urlpatterns
+    from research.live.routing import websocket_urlpatterns
+    from research.worker.events import run_group
 
     application = URLRouter(websocket_urlpatterns)
     sockets = []
@@ -132,7 +132,7 @@ async def _websocket_latencies(run_id: str, user: Any, viewers: int) -> list[flo
 async def _layer_latencies(run_id: str, viewers: int) -> list[float]:
     from channels.layers import get_channel_layer
 
-    from research.events import run_group
+    from research.worker.events import run_group
 
     layer = get_channel_layer()
     group = run_group(run_id)
@@ -182,8 +182,8 @@ def measure(*, redis_url: str) -> dict[str, Any]:
     """p50/p95 publish-to-receipt latency per layer, path and number of viewers."""
     from django.test import override_settings
 
-    from research.consumers import RunConsumer
-    from research.routing import websocket_urlpatterns
+    from research.live.consumer import RunConsumer
+    from research.live.routing import websocket_urlpatterns
 
     run_id, owner = _viewable_run()
     results: dict[str, Any] = {

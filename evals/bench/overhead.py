@@ -168,12 +168,12 @@ def measure(
     """One run of ``depth`` with the delays; returns wall time, bound and ratio."""
     from evals.harness import eval_owner
     from research import services
-    from research.events import ChannelLayerEvents
-    from research.management.run_driver import RunDriver
+    from research.cli.run_driver import RunDriver
     from research.models import ResearchRun
     from research.sources import WebSourceAdapter
     from research.sources.config import sources_config_from_settings
-    from research.store import DjangoStore
+    from research.worker.events import ChannelLayerEvents
+    from research.worker.store import DjangoStore
 
     recorder = Recorder()
     model = RecordedModel(

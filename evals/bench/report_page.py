@@ -141,10 +141,10 @@ def _time_page(client: Client, url: str, repeats: int) -> tuple[float, int, int]
 
 def _time_render(run: Any, repeats: int) -> tuple[float, int, int]:
     """Without a report view: loading the run's evidence and sources and rendering HTML."""
+    from research.cli.run_document import source_summaries
     from research.engine.citations import render_html
-    from research.management.run_document import source_summaries
     from research.models import ResearchEvidence, ResearchRun, ResearchSource
-    from research.store import evidence_from_row
+    from research.worker.store import evidence_from_row
 
     def once() -> None:
         fresh = ResearchRun.objects.get(pk=run.pk)

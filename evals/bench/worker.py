@@ -24,8 +24,8 @@ def _claim_new(run_id: object, owner: str) -> bool:
     """Claim a run only while it is still new: a lease can also be taken on a run waiting for
     approval, which another thread planned a moment ago and is about to approve."""
     from research.engine.states import RunStatus
-    from research.leases import claim_run, release_lease
     from research.models import ResearchRun
+    from research.worker.leases import claim_run, release_lease
 
     if not claim_run(run_id, owner, needs_slot=False):
         return False
@@ -43,8 +43,8 @@ def _drive_runs(
     from evals.backends import scripted_client
     from evals.harness import orchestrator_factory
     from research import services
+    from research.cli.run_driver import RunDriver
     from research.engine.states import RunStatus
-    from research.management.run_driver import RunDriver
     from research.models import ResearchRun
 
     try:

@@ -22,13 +22,7 @@ from pydantic import Field
 
 from accounts.models import Membership, Team
 from research import services
-from research.access import (
-    can_control_run,
-    can_edit_run,
-    run_get_by_share_token,
-    run_get_for_user,
-    runs_visible_to,
-)
+from research.access import can_control_run, can_edit_run
 from research.api import schemas as s
 from research.api.auth import api_auth
 from research.api.errors import ApiError, ConflictOut, ErrorOut, not_found
@@ -36,14 +30,15 @@ from research.engine.citations import describe_locator
 from research.engine.contracts import ResearchPlan, SourceStatus
 from research.engine.outcomes import outcome_controls
 from research.engine.states import Control, RunStatus
-from research.exports import (
+from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
+from research.selectors import run_get_by_share_token, run_get_for_user, runs_visible_to
+from research.web.exports import (
     evidence_contract,
     pdf_unavailable_reason,
     report_document,
     report_markdown,
     report_pdf,
 )
-from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
 
 api = NinjaAPI(
     title="Deep Research API",

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import bm25s
 
 from research.engine.contracts import EXCERPT_MAX_CHARS, Block
+from research.engine.planted import is_planted
 from research.llm.text import (
     QUESTION_FILLER,
     STOP_WORDS,
@@ -91,19 +92,6 @@ _PUBLICATION_LINE = re.compile(
 )
 _ABOUT_PUBLICATION = frozenset({"publish", "public", "cite", "citation", "updat", "update"})
 _META_PENALTY = 0.2
-# Text addressed to AI systems rather than to readers: prompt-injection attempts. It can
-# never steer the program (the decider never sees page text), but quoting it as a finding
-# would repeat the attacker's claim, so its whole paragraph is left out of the evidence.
-_ADDRESSED_TO_MACHINES = re.compile(
-    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|"
-    r"earlier|other)\s+instructions\b"
-    r"|\b(?:instructions?|notice|message|note)\s+(?:for|to)\s+(?:ai|llms?|language models?|"
-    r"chatbots?|(?:research\s+)?(?:assistants?|agents?))\b"
-    r"|\b(?:system|developer)\s+(?:prompt|notice|message|override)\b"
-    r"|\byou\s+are\s+now\s+(?:in\s+)?\w+\s+mode\b"
-    r"|\bdo\s+not\s+(?:mention|reveal)\s+(?:these|this|the)\s+instructions?\b",
-    re.IGNORECASE,
-)
 _WANTS_QUANTITY = re.compile(
     r"^how (?:many|much|large|big|high|low|often)\b|\b(?:what|which) (?:share|percentage|"
     r"proportion|number|amount)\b|\bhow much\b",
@@ -511,7 +499,10 @@ class _Page:
         hostile = {
             segment.paragraph
             for segment in segments
-            if _ADDRESSED_TO_MACHINES.search(text[segment.start : segment.end])
+            # Text shaped as instructions to a program never steers us (the decider sees no
+            # page text), but quoting it would repeat the attacker's claim: its whole
+            # paragraph stays out of the evidence.
+            if is_planted(text[segment.start : segment.end])
         }
         usable = [
             i

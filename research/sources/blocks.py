@@ -364,10 +364,14 @@ def _preformatted_text(pre: etree._Element) -> str:
 # small so that a short navigation entry ("Installation") is not taken for the heading a few
 # paragraphs further on.
 _SLACK_CHARS = 40
-# A block at least this long (without white space) is distinctive enough to be looked for
-# anywhere ahead, so the matching catches up after a stretch of the extraction we could not
-# follow; shorter ones are only looked for close to where the matching stands.
-_RESYNC_CHARS = 60
+# A block at least this long (without white space) is distinctive enough to be placed by where
+# its text occurs anywhere in the extraction (an anchor); shorter ones are only looked for
+# close to the block kept before them, between the anchors around them.
+_ANCHOR_CHARS = 60
+# How many places of one anchor's text are weighed. Text this long recurs only on generated
+# pages (a repeated notice); its later occurrences say nothing the first ones do not, and the
+# bound keeps the alignment linear in the extraction's length.
+_MAX_PLACES = 64
 
 
 def match_key(text: str) -> str:
@@ -381,27 +385,39 @@ def match_key(text: str) -> str:
 
 def main_blocks(blocks: Iterable[PageBlock], extracted: str) -> list[PageBlock]:
     """The blocks that make up the main content, as trafilatura's ``extracted`` text (all of
-    it, in reading order) says: each block is kept when its text comes next in the
-    extraction. A kept block after blocks that were left out is marked ``after_gap`` and
+    it, in reading order) says.
+
+    The long blocks are aligned with the extraction first: of all the places their texts
+    occur, the choice that keeps page order and covers the most text wins (a weighted
+    longest increasing subsequence), so a table of contents whose entries repeat the
+    headings further down is not taken for the article. Each shorter block is then kept when
+    its text comes next in the extraction, close to the block kept before it and before the
+    next anchor. A kept block after blocks that were left out is marked ``after_gap`` and
     stands a paragraph apart, so nothing reads as if the two were neighbours on the page.
 
     A block with the same text as the block kept just before it takes that block's place:
     a page's title in a breadcrumb trail matches the extraction first, and the heading of the
     article that follows says the same where it belongs.
     """
+    blocks = list(blocks)
     reference = match_key(extracted)
+    anchors = _anchor_places(blocks, reference)
+    # Where each stretch between anchors ends in the extraction: the next anchor's start.
+    limits: list[int] = [len(reference)] * (len(blocks) + 1)
+    for index in range(len(blocks) - 1, -1, -1):
+        place = anchors.get(index)
+        limits[index] = place if place is not None else limits[index + 1]
     kept: list[PageBlock] = []
     cursor = 0
     separation = -1
     dropped = False
-    for block in blocks:
+    for index, block in enumerate(blocks):
         key = block.key
         separation = max(separation, block.separation)
-        found = -1
-        if key:
-            found = reference.find(key, cursor, cursor + len(key) + _SLACK_CHARS)
-            if found < 0 and len(key) >= _RESYNC_CHARS:
-                found = reference.find(key, cursor)
+        found = anchors.get(index, -1)
+        if found < 0 and key and len(key) < _ANCHOR_CHARS:
+            window = min(cursor + len(key) + _SLACK_CHARS, limits[index + 1])
+            found = reference.find(key, cursor, window)
         if found < 0:
             if key and kept and kept[-1].key == key:
                 kept[-1] = replace(
@@ -418,3 +434,50 @@ def main_blocks(blocks: Iterable[PageBlock], extracted: str) -> list[PageBlock]:
         separation, dropped = -1, False
         cursor = found + len(key)
     return kept
+
+
+def _anchor_places(blocks: list[PageBlock], reference: str) -> dict[int, int]:
+    """Block index → start in ``reference`` for the long blocks of the best alignment: places
+    that increase with the block order, never overlap, and cover the most characters. Ties
+    go to the later block, which is where a repeated text belongs (see ``main_blocks``)."""
+    size = len(reference) + 1
+    # A Fenwick tree over end positions: best chain (covered, node) ending at or before a point.
+    tree: list[tuple[int, int]] = [(0, -1)] * (size + 1)
+
+    def best_before(position: int) -> tuple[int, int]:
+        best = (0, -1)
+        position += 1
+        while position > 0:
+            best = max(best, tree[position])
+            position -= position & -position
+        return best
+
+    def record(position: int, value: tuple[int, int]) -> None:
+        position += 1
+        while position <= size:
+            if value >= tree[position]:
+                tree[position] = value
+            position += position & -position
+
+    nodes: list[tuple[int, int, int]] = []  # (block index, start, previous node)
+    for index, block in enumerate(blocks):
+        key = block.key
+        if len(key) < _ANCHOR_CHARS:
+            continue
+        found: list[tuple[int, tuple[int, int]]] = []
+        start = reference.find(key)
+        while start >= 0 and len(found) < _MAX_PLACES:
+            covered, previous = best_before(start)
+            found.append((start, (covered + len(key), previous)))
+            start = reference.find(key, start + 1)
+        # All places of one block are weighed against the chains before it, then recorded,
+        # so a block never follows itself.
+        for start, (covered, previous) in found:
+            nodes.append((index, start, previous))
+            record(start + len(key), (covered, len(nodes) - 1))
+    places: dict[int, int] = {}
+    _covered, node = best_before(size - 1)
+    while node >= 0:
+        index, start, node = nodes[node]
+        places[index] = start
+    return places

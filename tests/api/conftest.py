@@ -39,10 +39,10 @@ def api_for(token_for):
 @pytest.fixture(autouse=True)
 def worker_not_shutting_down():
     """A Dramatiq worker stopped in this process by an earlier test (tests/web/test_queue_outage)
-    leaves research.reaper.SHUTTING_DOWN set, and every later in-process run then stops at once
+    leaves research.worker.shutdown.SHUTTING_DOWN set, and every later in-process run then stops at once
     ("This worker is shutting down"). These tests drive runs in-process, so start from a worker
     that is not shutting down, whatever ran before."""
-    from research.reaper import SHUTTING_DOWN
+    from research.worker.shutdown import SHUTTING_DOWN
 
     SHUTTING_DOWN.clear()
     yield

@@ -11,8 +11,8 @@ import uuid
 
 import pytest
 
-from research.exports import pdf_unavailable_reason
 from research.models import ResearchEvidence, ResearchRun
+from research.web.exports import pdf_unavailable_reason
 from tests.web.factories import awaiting_run, completed_run
 
 ROLES = ("owner", "editor", "viewer", "outsider", "anonymous")

@@ -16,10 +16,10 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.memory import create_connected_server_and_client_session
 
 from accounts.services import api_token_create
-from research.actors import advance_run
 from research.api.mcp import build_server
 from research.engine.ledger import normalize_for_matching
 from research.models import ResearchEvidence
+from research.worker.actors import advance_run
 from tests.cli.conftest import command_line  # noqa: F401 (the fixture)
 from tests.web.factories import completed_run
 

@@ -8,9 +8,9 @@ import pytest
 from django.test import Client, override_settings
 
 from accounts.services import api_token_create
-from research.actors import advance_run
 from research.engine.ledger import normalize_for_matching
 from research.models import ResearchEvidence
+from research.worker.actors import advance_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

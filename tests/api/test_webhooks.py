@@ -14,8 +14,8 @@ import pytest
 from django.test import Client
 
 from research import webhooks
-from research.actors import advance_run
 from research.models import ResearchRun, Webhook, WebhookDelivery
+from research.worker.actors import advance_run
 from tests.web.factories import awaiting_run, completed_run
 
 

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
-from research.management.progress import ProgressDisplay, fraction_done
+from research.cli.progress import ProgressDisplay, fraction_done
 from research.models import ResearchRun, ResearchStep
 from tests.conftest import make_run
 

@@ -8,10 +8,10 @@ import pytest
 from django.test import override_settings
 
 from research import services
-from research.actors import advance_run
-from research.leases import claim_run, release_lease
-from research.management.run_driver import RunDriver
+from research.cli.run_driver import RunDriver
 from research.models import ResearchRun, ResearchStep
+from research.worker.actors import advance_run
+from research.worker.leases import claim_run, release_lease
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

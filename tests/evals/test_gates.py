@@ -91,12 +91,18 @@ def test_recall_must_be_at_least_twice_the_naive_baselines(monkeypatch):
 def test_the_rendering_target_has_its_own_switch(monkeypatch):
     glued = totals(rendering_fidelity=0.93)
 
+    monkeypatch.setattr(gates_module, "ENFORCE_RENDERING_FIDELITY", False)
     assert gates_passed(evaluate_gates(glued, task_set="fictional"))
     monkeypatch.setattr(gates_module, "ENFORCE_RENDERING_FIDELITY", True)
     gate = by_name(evaluate_gates(glued, task_set="fictional"))[
         "cited excerpts in independent rendering"
     ]
     assert gate.verdict == "FAIL"
+
+
+def test_the_rendering_target_is_enforced():
+    # Snapshots keep the page's blocks (issue 13): a cited excerpt a reader cannot find fails CI.
+    assert gates_module.ENFORCE_RENDERING_FIDELITY
 
 
 def test_obeying_a_hostile_page_fails_a_real_documents_run_whatever_the_switches():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,8 +25,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from research import actors, services
-from research.actors import advance_run
+from django.conf import settings
+
+from research import services
 from research.engine.contracts import (
     EvidenceCandidate,
     ExtractionRequest,
@@ -43,6 +45,7 @@ from research.engine.guards import fingerprint_query
 from research.engine.ledger import normalize_for_matching
 from research.llm.scripted import ScriptedModelClient
 from research.models import ResearchRun, ResearchSource, ResearchStep
+from research.worker.actors import advance_run
 from tests.fixtures.frozen_web.server import FrozenWeb
 
 # --------------------------------------------------------------------------------------------
@@ -326,10 +329,23 @@ class Researcher:
 # --------------------------------------------------------------------------------------------
 
 
+_active_model: ScriptedModelClient | None = None
+
+
+def active_scripted_model() -> ScriptedModelClient:
+    """The scripted model of the current test (what ``RESEARCH_MODEL_CLIENT`` names)."""
+    assert _active_model is not None, "use_scripted_model() was not called"
+    return _active_model
+
+
 def use_scripted_model(monkeypatch: Any) -> ScriptedModelClient:
-    """Make the actor's orchestrator talk to a fresh scripted model (``monkeypatch`` undoes it)."""
+    """Make the worker's orchestrator talk to a fresh scripted model through the
+    ``RESEARCH_MODEL_CLIENT`` setting (``monkeypatch`` undoes it)."""
     client = ScriptedModelClient()
-    monkeypatch.setattr(actors, "model_client_from_config", lambda config: client)
+    monkeypatch.setattr(sys.modules[__name__], "_active_model", client)
+    monkeypatch.setattr(
+        settings, "RESEARCH_MODEL_CLIENT", f"{__name__}.active_scripted_model", raising=False
+    )
     return client
 
 

@@ -6,9 +6,9 @@ import pytest
 from django.test import override_settings
 
 from research import services
-from research.actors import advance_run
 from research.engine.ledger import normalize_for_matching
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
+from research.worker.actors import advance_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -84,7 +84,7 @@ def test_running_the_same_message_again_duplicates_nothing(owner, frozen_setting
 
 
 def test_a_run_held_by_another_worker_is_left_alone(owner, frozen_settings):
-    from research.leases import claim_run
+    from research.worker.leases import claim_run
 
     run = services.run_create(owner=owner, question=QUESTION, depth="quick")
     assert claim_run(run.pk, "someone-else", needs_slot=False)

@@ -31,7 +31,7 @@ from research.engine.orchestrator import follow_up_query
 from research.engine.ports import ModelError
 from research.llm.scripted import ScriptedModelClient
 from research.models import ResearchEvidence, ResearchRun, ResearchSource
-from research.store import DjangoStore
+from research.worker.store import DjangoStore
 from tests.engine.fakes import cite_everything
 from tests.integration.scripted import (
     LabResult,

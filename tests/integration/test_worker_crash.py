@@ -23,8 +23,8 @@ from django.db import connection
 from django.db.models import Count
 
 from research import services
-from research.actors import advance_run
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
+from research.worker.actors import advance_run
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "How did the Solvik heat pump grant change installations, and what did it cost?"

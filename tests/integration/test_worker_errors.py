@@ -18,9 +18,10 @@ from django.test import override_settings
 from django.urls import reverse
 
 from research import services
-from research.actors import advance_run, reap_once
 from research.llm.extractive import ExtractiveModelClient
 from research.models import ResearchRun
+from research.worker.actors import advance_run
+from research.worker.reaper import reap_once
 from tests.integration.scripted import (
     Researcher,
     advance,

@@ -2,14 +2,8 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.http import Http404
 
-from research.access import (
-    can_control_run,
-    can_edit_run,
-    can_view_run,
-    run_get_by_share_token,
-    run_get_for_user,
-    runs_visible_to,
-)
+from research.access import can_control_run, can_edit_run, can_view_run
+from research.selectors import run_get_by_share_token, run_get_for_user, runs_visible_to
 from tests.conftest import make_run
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from research.crashes import SUMMARY_CHARS, crash_summary
+from research.worker.crashes import SUMMARY_CHARS, crash_summary
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from research.engine.contracts import PhaseChanged
-from research.events import ChannelLayerEvents, run_group
+from research.worker.events import ChannelLayerEvents, run_group
 
 
 def test_events_reach_the_run_group_on_the_configured_layer():
@@ -43,7 +43,7 @@ def test_worker_threads_hand_in_memory_sends_to_the_server_loop():
 
     from channels.layers import InMemoryChannelLayer
 
-    from research import events
+    from research.worker import events
 
     layer = InMemoryChannelLayer()
     loop = asyncio.new_event_loop()

@@ -2,9 +2,16 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from research.leases import claim_run, holds_lease, release_lease, renew_lease, stale_runs
 from research.models import ResearchRun
+from research.worker.leases import claim_run, release_lease, renew_lease, stale_runs
 from tests.conftest import make_run
+
+
+def holds_lease(run_id: object, owner: str) -> bool:
+    """Whether ``owner`` holds an unexpired lease on the run, read from its row."""
+    return ResearchRun.objects.filter(
+        pk=run_id, lease_owner=owner, lease_expires_at__gt=timezone.now()
+    ).exists()
 
 
 def test_only_one_worker_claims_a_run(owner):

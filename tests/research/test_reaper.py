@@ -7,12 +7,12 @@ import pytest
 from django.utils import timezone
 from dramatiq.brokers.stub import StubBroker
 
-from research.actors import advance_run, reap_once
 from research.engine.ports import LeaseLost
-from research.leases import claim_run, stale_runs
 from research.models import ResearchRun
-from research.reaper import SHUTTING_DOWN, ReaperMiddleware
-from research.store import DjangoStore
+from research.worker.actors import advance_run
+from research.worker.leases import claim_run, stale_runs
+from research.worker.reaper import SHUTTING_DOWN, ReaperMiddleware, reap_once
+from research.worker.store import DjangoStore
 from tests.conftest import make_run
 
 

@@ -20,9 +20,9 @@ from research.engine.ledger import evidence_hash, evidence_id_for, snapshot_cont
 from research.engine.ports import LeaseLost
 from research.engine.states import IllegalTransition
 from research.engine.urls import url_hash
-from research.leases import claim_run
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
-from research.store import DjangoStore
+from research.worker.leases import claim_run
+from research.worker.store import DjangoStore
 from tests.conftest import make_run
 
 TEXT = "Sales\nHeat pumps sold in 2023: 2.6 million units across Europe.\nOutlook\nGrowth slowed."

@@ -113,6 +113,33 @@ def test_blocks_left_out_between_kept_blocks_mark_a_gap():
     ]
 
 
+def test_a_table_of_contents_that_repeats_the_questions_is_not_taken_for_the_article():
+    # An FAQ lists its long questions at the top; the extraction holds each question once,
+    # followed by its answer. Matching block by block from the top would place the list
+    # entries on the questions and skip every answer in between.
+    questions = [
+        f"Question {n}: how does the library behave when the {n}th limit is reached here?"
+        for n in range(1, 4)
+    ]
+    answers = [
+        f"Answer {n}: it refuses the request with a clear error and keeps the earlier work."
+        for n in range(1, 4)
+    ]
+
+    def block(kind, text):
+        return PageBlock(kind, text, key="".join(text.split()))
+
+    contents = [block("item", question) for question in questions]
+    article = [
+        block(k, t)
+        for q, a in zip(questions, answers, strict=True)
+        for k, t in (("heading", q), ("paragraph", a))
+    ]
+    extracted = " ".join(f"{q} {a}" for q, a in zip(questions, answers, strict=True))
+    kept = main_blocks(contents + article, extracted)
+    assert [(b.kind, b.text) for b in kept] == [(b.kind, b.text) for b in article]
+
+
 PAGE = """<!doctype html><html lang="en"><head><title>Tasks — Docs</title></head><body>
 <nav><ul><li><a href="/">Home</a></li><li><a href="/tasks">Tasks</a></li></ul></nav>
 <div role="main"><section id="tasks"><h1>Tasks<a class="headerlink" href="#tasks">¶</a></h1>

@@ -10,8 +10,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from research.exports import pdf_unavailable_reason
 from research.models import ResearchRun
+from research.web.exports import pdf_unavailable_reason
 from tests.web.factories import awaiting_run, completed_run
 
 ROLES = ("owner", "editor", "viewer", "outsider", "anonymous")

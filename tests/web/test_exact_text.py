@@ -13,9 +13,9 @@ import lxml.html
 import pytest
 from django.urls import reverse
 
-from research import exports
 from research.models import ResearchRun
-from research.views import live_fragments
+from research.web import exports
+from research.web.workspace import live_fragments
 from tests.web.factories import completed_run, make_evidence, report_data
 
 TAG_LIKE = "if a<b and c>d"

@@ -16,12 +16,12 @@ from django.conf import settings
 from django.test import Client
 
 from accounts.models import Membership
-from research.consumers import NOT_FOUND, RunConsumer
 from research.engine.contracts import PhaseChanged, SourceUpdated, StepStarted
-from research.events import ChannelLayerEvents, run_group
+from research.live.consumer import NOT_FOUND, RunConsumer
+from research.live.routing import websocket_urlpatterns
 from research.models import ResearchRun
-from research.routing import websocket_urlpatterns
-from research.views import live_url
+from research.web.workspace import live_url
+from research.worker.events import ChannelLayerEvents, run_group
 from tests.web.factories import awaiting_run, make_run, make_source, make_step
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -14,9 +14,9 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from research.consumers import RunConsumer
 from research.engine.contracts import StepStarted
-from research.events import run_group
+from research.live.consumer import RunConsumer
+from research.worker.events import run_group
 from tests.web.factories import make_run, make_step
 from tests.web.test_live import _db, communicator, ws_path
 

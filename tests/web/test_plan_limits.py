@@ -19,8 +19,8 @@ from research.engine.contracts import (
     ResearchPlan,
     partial_date_bounds,
 )
-from research.forms import ComposerForm, PlanForm, QuestionForm, RefineForm
 from research.models import ResearchRun
+from research.web.forms import ComposerForm, PlanForm, QuestionForm, RefineForm
 from tests.web.factories import awaiting_run, completed_run, plan_data
 from tests.web.test_plan_review import form_data
 

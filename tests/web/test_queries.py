@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from research.models import ResearchEvidence, ResearchSource, ResearchStep
-from research.views import live_fragments
+from research.web.workspace import live_fragments
 from tests.web.factories import evidence_row, make_run, plan_data, report_data, sha
 
 SOURCES = 200

@@ -17,9 +17,10 @@ from django.utils import timezone
 from dramatiq.brokers.redis import RedisBroker
 
 from research import services
-from research.actors import advance_run, reap_once
-from research.leases import stale_runs
 from research.models import ResearchRun
+from research.worker.actors import advance_run
+from research.worker.leases import stale_runs
+from research.worker.reaper import reap_once
 from tests.web.factories import awaiting_run, make_run
 
 pytestmark = pytest.mark.django_db(transaction=True)

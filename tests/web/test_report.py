@@ -9,8 +9,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from research import exports
 from research.models import ResearchRun
+from research.web import exports
 from tests.web.factories import completed_run, make_evidence, make_run, make_source, report_data
 
 
@@ -234,8 +234,8 @@ def test_pdf_export(owner, client_for):
 
 def test_pdf_button_explains_when_pdf_cannot_be_made(owner, client_for, monkeypatch):
     reason = "PDF export needs the Pango text-layout library, which is missing on this server."
-    monkeypatch.setattr("research.views.pdf_unavailable_reason", lambda: reason)
-    monkeypatch.setattr("research.exports.pdf_unavailable_reason", lambda: reason)
+    monkeypatch.setattr("research.web.reports.pdf_unavailable_reason", lambda: reason)
+    monkeypatch.setattr("research.web.exports.pdf_unavailable_reason", lambda: reason)
     run = completed_run(owner)
     client = client_for(owner)
     page = report_page(client, run)

@@ -25,16 +25,16 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.models import User
 from research import services
-from research.engine.states import RunStatus
-from research.llm.factory import describe_backend, llm_config_from_settings
-from research.management.progress import ProgressDisplay
-from research.management.run_document import build_run_document, render_run_markdown
-from research.management.run_driver import (
+from research.cli.progress import ProgressDisplay
+from research.cli.run_document import build_run_document, render_run_markdown
+from research.cli.run_driver import (
     ACTIVE_STATUSES,
     OrchestratorFactory,
     RunDriver,
     default_orchestrator,
 )
+from research.engine.states import RunStatus
+from research.llm.factory import describe_backend, llm_config_from_settings
 from research.models import ResearchRun
 
 EXIT_COMPLETED = 0

@@ -98,12 +98,6 @@ def renew_lease(run_id: object, owner: str) -> bool:
     )
 
 
-def holds_lease(run_id: object, owner: str) -> bool:
-    return ResearchRun.objects.filter(
-        pk=run_id, lease_owner=owner, lease_expires_at__gt=timezone.now()
-    ).exists()
-
-
 def release_lease(run_id: object, owner: str) -> None:
     ResearchRun.objects.filter(pk=run_id, lease_owner=owner).update(
         lease_owner="", lease_expires_at=None

@@ -31,7 +31,7 @@ from research.engine.citations import (
 from research.engine.contracts import Evidence, Report, SourceSummary, Statement, Usage
 from research.models import ResearchEvidence, ResearchRun, ResearchSource
 from research.report_templates import REPORT_TEMPLATES, template_sections
-from research.store import evidence_from_row
+from research.worker.store import evidence_from_row
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ def stored_report(run: ResearchRun) -> Report | None:
     if not run.report:
         return None
     try:
-        return Report.model_validate(run.report)
+        return run.report_contract
     except ValidationError:
         logger.warning("The stored report of run %s does not validate.", run.pk, exc_info=True)
         return None
@@ -233,7 +233,7 @@ def _sides(
 
 def usage_summary(run: ResearchRun) -> UsageSummary:
     try:
-        usage = Usage.model_validate(run.usage or {})
+        usage = run.usage_contract
     except ValidationError:
         usage = Usage()
     return UsageSummary(
@@ -251,7 +251,8 @@ def usage_summary(run: ResearchRun) -> UsageSummary:
 def _missing_sections(run: ResearchRun, report: Report) -> list[str]:
     written = {section.title.casefold() for section in report.sections}
     wanted = list(template_sections(run.report_template))
-    wanted += [s for s in (run.plan or {}).get("deliverable", {}).get("requested_sections", [])]
+    plan = run.plan_contract
+    wanted += plan.deliverable.requested_sections if plan else []
     return [s for s in dict.fromkeys(wanted) if s.casefold() not in written]
 
 
@@ -262,7 +263,8 @@ def report_document(run: ResearchRun, *, evidence_url: EvidenceURL) -> ReportDoc
         return None
     rows, contracts = _load_cited(run, report)
     index = number_citations(report, evidence=contracts)
-    questions = {q.get("id"): q.get("text", "") for q in (run.plan or {}).get("questions", [])}
+    plan = run.plan_contract
+    questions = {q.id: q.text for q in plan.questions} if plan else {}
     citations = []
     for citation in index.citations:
         first = rows[citation.evidence_ids[0]]

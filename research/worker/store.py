@@ -41,20 +41,19 @@ from research.engine.contracts import (
     WorkingState,
 )
 from research.engine.ports import AcquisitionErrorKind, LeaseLost
-from research.engine.states import RunStatus, check_transition, is_terminal
+from research.engine.states import RunStatus
 from research.engine.urls import UnsupportedURLError, canonical_url, hostname, url_hash
+from research.lifecycle import steps_cancel_unfinished, transition
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
 from research.report_templates import template_sections
-from research.services import steps_cancel_unfinished
+from research.worker.leases import release_lease, renew_lease
+from research.worker.shutdown import SHUTTING_DOWN
 
 _SOURCE_KIND = {
     "html": ResearchSource.Kind.WEB,
     "text": ResearchSource.Kind.WEB,
     "pdf": ResearchSource.Kind.PDF,
 }
-_STOPPED = (RunStatus.FAILED, RunStatus.BUDGET_EXHAUSTED, RunStatus.PAUSED)
-# Statuses whose stop reason is kept: how the run ended.
-_ENDED = (RunStatus.COMPLETED, RunStatus.BUDGET_EXHAUSTED, RunStatus.FAILED)
 
 
 class DjangoStore:
@@ -86,9 +85,6 @@ class DjangoStore:
         """Renew the lease at a safe boundary; raises LeaseLost when it is gone."""
         if self.lease_owner is None:
             return
-        from research.leases import release_lease, renew_lease
-        from research.reaper import SHUTTING_DOWN
-
         if SHUTTING_DOWN.is_set():
             release_lease(run_id, self.lease_owner)
             raise LeaseLost("This worker is shutting down; another worker continues the run.")
@@ -128,35 +124,19 @@ class DjangoStore:
         stop_reason: str = "",
         stop_limit: str = "",
     ) -> bool:
-        now = timezone.now()
-        fields: dict[str, Any] = {"status": to, "updated_at": now}
-        ends = to in _ENDED
-        fields.update(
-            stop_reason=stop_reason if ends else "", stop_limit=stop_limit if ends else ""
-        )
-        if to == RunStatus.PAUSED:
-            fields.update(resume_phase=expected, pause_requested=False)
-        elif to == RunStatus.FAILED:
-            # The failed phase is what a retry restarts.
-            fields.update(resume_phase=expected, last_error=reason[:2000])
-        elif to == RunStatus.RESEARCHING:
-            fields["resume_phase"] = ""
-        # The reason belongs to a stop; a run that moves on again has no stop reason.
-        fields["terminal_reason"] = reason[:200] if to in _STOPPED or is_terminal(to) else ""
-        if is_terminal(to):
-            fields["completed_at"] = now
         with self._write(run_id):
-            check_transition(expected, to)
-            rows = ResearchRun.objects.filter(pk=run_id, status=expected)
-            if plan_version is not None:
-                rows = rows.filter(plan_version=plan_version)
-            changed = rows.update(**fields) == 1
-            if changed and to == RunStatus.RESEARCHING:
-                ResearchRun.objects.filter(pk=run_id, started_at__isnull=True).update(
-                    started_at=now
-                )
-            if changed and to == RunStatus.CANCELLED:
-                steps_cancel_unfinished(ResearchRun(pk=run_id))
+            # The worker holds the lease while it changes the status; its attempt releases
+            # the lease when it returns (research.worker.actors).
+            changed = transition(
+                run_id,
+                expected=expected,
+                to=to,
+                plan_version=plan_version,
+                reason=reason,
+                stop_reason=stop_reason,
+                stop_limit=stop_limit,
+                release_lease=False,
+            )
         return changed
 
     def controls(self, run_id: str) -> RunControls:
@@ -290,7 +270,7 @@ class DjangoStore:
 
     def cancel_pending_steps(self, run_id: str) -> int:
         with self._write(run_id):
-            return steps_cancel_unfinished(ResearchRun(pk=run_id))
+            return steps_cancel_unfinished(run_id)
 
     # -- sources ---------------------------------------------------------------------------
 
@@ -445,22 +425,7 @@ class DjangoStore:
                 if item.evidence_hash in known or item.run_id != str(run_id):
                     continue
                 known.add(item.evidence_hash)
-                ResearchEvidence.objects.create(
-                    id=item.id,
-                    run_id=run_id,
-                    source_id=item.source_id,
-                    extraction_step_id=step_id,
-                    question_ids=item.question_ids,
-                    excerpt=item.excerpt,
-                    locator=item.locator.model_dump(mode="json"),
-                    claim_key=(item.claim_key or "")[:200],
-                    stance=item.stance,
-                    normalized_value=(item.normalized_value or "")[:200],
-                    scope=item.scope.model_dump(mode="json"),
-                    relevance_bp=item.relevance_bp,
-                    confidence_bp=item.confidence_bp,
-                    evidence_hash=item.evidence_hash,
-                )
+                write_evidence_row(item, step_id=step_id)
                 added.append(item)
         return added
 
@@ -546,6 +511,27 @@ def _source_record(source: ResearchSource) -> SourceRecord:
         duplicate_of=str(source.duplicate_of_id) if source.duplicate_of_id else None,
         status_reason=source.last_error,
         declared_canonical_url=(metadata.get("document") or {}).get("declared_canonical_url"),
+    )
+
+
+def write_evidence_row(item: Evidence, *, step_id: str | None) -> ResearchEvidence:
+    """The one place an evidence row is written: from the engine's contract, for the run
+    and source the contract names (``step_id`` is the extraction step, if any)."""
+    return ResearchEvidence.objects.create(
+        id=item.id,
+        run_id=item.run_id,
+        source_id=item.source_id,
+        extraction_step_id=step_id,
+        question_ids=item.question_ids,
+        excerpt=item.excerpt,
+        locator=item.locator.model_dump(mode="json"),
+        claim_key=(item.claim_key or "")[:200],
+        stance=item.stance,
+        normalized_value=(item.normalized_value or "")[:200],
+        scope=item.scope.model_dump(mode="json"),
+        relevance_bp=item.relevance_bp,
+        confidence_bp=item.confidence_bp,
+        evidence_hash=item.evidence_hash,
     )
 
 

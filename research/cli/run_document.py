@@ -17,7 +17,7 @@ from research.engine.citations import number_citations, render_markdown
 from research.engine.contracts import Report, SourceRecord, SourceSummary
 from research.engine.ledger import assign_independence_clusters, snapshot_content_hash
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
-from research.store import DjangoStore, evidence_from_row
+from research.worker.store import DjangoStore, evidence_from_row
 
 DOCUMENT_SCHEMA = "deep-research/run-document"
 DOCUMENT_VERSION = 1

@@ -1,7 +1,7 @@
 """Running one research run inside the current process, under a lease like any worker.
 
 The command line and the evaluation harness drive runs themselves instead of waiting for a
-background worker. They take the same lease a worker takes (``research.leases``), so a worker
+background worker. They take the same lease a worker takes (``research.worker.leases``), so a worker
 that receives the run's message at the same moment finds it held and leaves it alone; when a
 worker got there first, the driver follows the run in the database until the worker is done.
 """
@@ -14,13 +14,13 @@ from collections.abc import Callable
 
 from django.db import connection, transaction
 
-from research.crashes import record_crash
 from research.engine.orchestrator import Orchestrator
 from research.engine.ports import LeaseLost
 from research.engine.states import RunStatus
-from research.leases import Heartbeat, claim_run, new_owner_id, release_lease
 from research.models import ResearchRun
 from research.services import QueueUnavailable
+from research.worker.crashes import record_crash
+from research.worker.leases import Heartbeat, claim_run, new_owner_id, release_lease
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ SLOT_STATUSES = frozenset({RunStatus.QUEUED, RunStatus.RESEARCHING, RunStatus.SY
 
 def default_orchestrator(lease_owner: str) -> Orchestrator:
     """The orchestrator a background worker would use: database, configured model, web."""
-    from research.actors import build_orchestrator
+    from research.worker.actors import build_orchestrator
 
     return build_orchestrator(lease_owner=lease_owner)
 

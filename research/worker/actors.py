@@ -6,33 +6,34 @@ the lease. Running the same message twice is harmless: the second claim fails, o
 orchestrator finds the work already committed. Each network and model call has its own
 timeout (Dramatiq's time limit cannot interrupt a blocking socket). An attempt that ends in
 an unexpected error is counted on the run and, after ``RESEARCH_WORKER_MAX_ATTEMPTS`` in a
-row, fails it (``research.crashes``) instead of being re-sent forever.
+row, fails it (``research.worker.crashes``) instead of being re-sent forever.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 
 import dramatiq
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.module_loading import import_string
 from dramatiq.middleware import TimeLimitExceeded
 
 from research import services
-from research.crashes import clear_crashes, record_crash
 from research.engine.orchestrator import Orchestrator
 from research.engine.ports import LeaseLost, ModelClient, SystemClock
 from research.engine.states import RunStatus, is_terminal
-from research.events import ChannelLayerEvents
-from research.leases import Heartbeat, claim_run, new_owner_id, release_lease, stale_runs
 from research.llm.extractive import ExtractiveModelClient
 from research.llm.factory import llm_config_from_settings, model_client_from_config
 from research.models import ResearchRun
 from research.sources import WebSourceAdapter
 from research.sources.config import sources_config_from_settings
-from research.store import DjangoStore
+from research.worker.crashes import clear_crashes, record_crash
+from research.worker.events import ChannelLayerEvents
+from research.worker.leases import Heartbeat, claim_run, new_owner_id, release_lease
+from research.worker.store import DjangoStore
 
 logger = logging.getLogger(__name__)
 
@@ -45,9 +46,10 @@ _TIME_LIMIT_MS = 70 * 60 * 1000
 def build_orchestrator(
     *, lease_owner: str | None, model: ModelClient | None = None
 ) -> Orchestrator:
-    """The orchestrator wired to the database, the web and ``model`` (default: the
-    configured model endpoint, or the extractive backend when none is configured)."""
-    client = model or model_client_from_config(llm_config_from_settings())
+    """The orchestrator wired to the database, the web and ``model`` (default: the one the
+    ``RESEARCH_MODEL_CLIENT`` setting names, else the configured model endpoint, or the
+    extractive backend when none is configured)."""
+    client = model or configured_model_client()
     return Orchestrator(
         store=DjangoStore(lease_owner=lease_owner),
         model=client,
@@ -57,6 +59,20 @@ def build_orchestrator(
         # A model endpoint may need one repair call per request; the extractive backend never does.
         calls_per_request=1 if isinstance(client, ExtractiveModelClient) else 2,
     )
+
+
+def configured_model_client() -> ModelClient:
+    """The model client this deployment's settings choose (docs/configuration.md)."""
+    path = settings.RESEARCH_MODEL_CLIENT
+    if not path:
+        return model_client_from_config(llm_config_from_settings())
+    try:
+        factory = import_string(path)
+    except ImportError as exc:
+        raise ImproperlyConfigured(
+            f"RESEARCH_MODEL_CLIENT names {path!r}, which cannot be imported: {exc}"
+        ) from None
+    return factory()
 
 
 @dramatiq.actor(queue_name="research", max_retries=3, min_backoff=5_000, time_limit=_TIME_LIMIT_MS)
@@ -164,27 +180,3 @@ def wake_queued_runs() -> None:
     )
     for pk in waiting:
         advance_run.send(str(pk))
-
-
-def reap_once() -> list[str]:
-    """Re-send every run whose worker died, whose message was lost or whose last attempt
-    ended in an error (one not yet counted out); returns their ids."""
-    found = stale_runs()
-    crashed = dict(
-        ResearchRun.objects.filter(pk__in=found, worker_attempts__gt=0).values_list(
-            "pk", "worker_attempts"
-        )
-    )
-    for run_id in found:
-        attempts = crashed.get(uuid.UUID(run_id))
-        if attempts:
-            logger.info(
-                "Re-sending run %s: worker attempt %d of %d ended in an error.",
-                run_id,
-                attempts,
-                settings.RESEARCH_WORKER_MAX_ATTEMPTS,
-            )
-        else:
-            logger.info("Re-enqueueing run %s: its worker is gone.", run_id)
-        advance_run.send(run_id)
-    return found

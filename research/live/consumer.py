@@ -21,11 +21,11 @@ from django.contrib.auth.models import AnonymousUser
 from django.db.models import Count, Max
 from django.http import Http404
 
-from research.access import run_get_for_user
 from research.engine.states import is_terminal
-from research.events import register_server_loop, run_group
 from research.models import ResearchRun, ResearchSource, ResearchStep
-from research.views import live_fragments, run_shape
+from research.selectors import run_get_for_user
+from research.web.workspace import live_fragments, run_shape
+from research.worker.events import register_server_loop, run_group
 
 NOT_FOUND = 4404
 ALL_SECTIONS = frozenset({"header", "progress", "timeline", "sources"})
@@ -55,7 +55,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         self.user = self.scope.get("user") or AnonymousUser()
         self.group = run_group(self.run_id)
         query = parse_qs((self.scope.get("query_string") or b"").decode())
-        # The status and plan version the page was rendered with (see views.live_url).
+        # The status and plan version the page was rendered with (see workspace.live_url).
         self.shape: str | None = (query.get("shape") or [None])[0]
         self.dirty: set[str] = set()
         self.flusher: asyncio.Task[None] | None = None

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 
 import dramatiq
 from django.conf import settings
 from django.db import close_old_connections
 
-logger = logging.getLogger(__name__)
+from research.worker.shutdown import SHUTTING_DOWN
 
-# Set when this worker process begins a graceful shutdown: heartbeats then release leases
-# at the next safe point instead of renewing them. (Kept here, free of model imports,
-# because Dramatiq loads this middleware before Django's models are ready.)
-SHUTTING_DOWN = threading.Event()
+logger = logging.getLogger(__name__)
 
 
 class ReaperMiddleware(dramatiq.Middleware):
@@ -39,10 +37,6 @@ class ReaperMiddleware(dramatiq.Middleware):
         self._stop.set()
 
     def _loop(self) -> None:
-        # Imported here: actors pull in the whole research stack, which must not load
-        # while Dramatiq is still building the broker this middleware belongs to.
-        from research.actors import reap_once
-
         while not self._stop.wait(settings.RESEARCH_REAPER_INTERVAL_SECONDS):
             try:
                 close_old_connections()
@@ -51,3 +45,33 @@ class ReaperMiddleware(dramatiq.Middleware):
                 logger.warning("The run reaper failed once; it will try again.", exc_info=True)
             finally:
                 close_old_connections()
+
+
+def reap_once() -> list[str]:
+    """Re-send every run whose worker died, whose message was lost or whose last attempt
+    ended in an error (one not yet counted out); returns their ids."""
+    # Imported here: actors pull in the whole research stack (and the models), which must not
+    # load while Dramatiq is still building the broker this middleware belongs to.
+    from research.models import ResearchRun
+    from research.worker.actors import advance_run
+    from research.worker.leases import stale_runs
+
+    found = stale_runs()
+    crashed = dict(
+        ResearchRun.objects.filter(pk__in=found, worker_attempts__gt=0).values_list(
+            "pk", "worker_attempts"
+        )
+    )
+    for run_id in found:
+        attempts = crashed.get(uuid.UUID(run_id))
+        if attempts:
+            logger.info(
+                "Re-sending run %s: worker attempt %d of %d ended in an error.",
+                run_id,
+                attempts,
+                settings.RESEARCH_WORKER_MAX_ATTEMPTS,
+            )
+        else:
+            logger.info("Re-enqueueing run %s: its worker is gone.", run_id)
+        advance_run.send(run_id)
+    return found

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from research import views
+from research.web import reports, views
 
 app_name = "research"
 
@@ -14,12 +14,12 @@ urlpatterns = [
     path("runs/<uuid:run_id>/plan/", views.run_plan, name="run_plan"),
     path("runs/<uuid:run_id>/sharing/", views.run_sharing, name="run_sharing"),
     path("runs/<uuid:run_id>/controls/<slug:action>/", views.run_control, name="run_control"),
-    path("runs/<uuid:run_id>/report/", views.run_report, name="run_report"),
-    path("runs/<uuid:run_id>/report.md", views.report_markdown_export, name="report_markdown"),
-    path("runs/<uuid:run_id>/report.pdf", views.report_pdf_export, name="report_pdf"),
+    path("runs/<uuid:run_id>/report/", reports.run_report, name="run_report"),
+    path("runs/<uuid:run_id>/report.md", reports.report_markdown_export, name="report_markdown"),
+    path("runs/<uuid:run_id>/report.pdf", reports.report_pdf_export, name="report_pdf"),
     path(
         "runs/<uuid:run_id>/evidence/<str:evidence_id>/",
-        views.evidence_detail,
+        reports.evidence_detail,
         name="evidence_detail",
     ),
     path(
@@ -36,12 +36,12 @@ urlpatterns = [
         )
         for section in _SECTIONS
     ],
-    path("share/<str:share_token>/", views.run_shared, name="run_shared"),
-    path("share/<str:share_token>/report.md", views.shared_markdown, name="shared_markdown"),
-    path("share/<str:share_token>/report.pdf", views.shared_pdf, name="shared_pdf"),
+    path("share/<str:share_token>/", reports.run_shared, name="run_shared"),
+    path("share/<str:share_token>/report.md", reports.shared_markdown, name="shared_markdown"),
+    path("share/<str:share_token>/report.pdf", reports.shared_pdf, name="shared_pdf"),
     path(
         "share/<str:share_token>/evidence/<str:evidence_id>/",
-        views.shared_evidence,
+        reports.shared_evidence,
         name="shared_evidence",
     ),
 ]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -26,7 +25,6 @@ from research.engine.contracts import (
     PLAN_QUESTION_MAX_CHARS,
     PLAN_QUESTIONS_MAX,
     SOURCE_CLASSES,
-    ResearchPlan,
     normalize_domain,
     partial_date_bounds,
 )
@@ -35,9 +33,13 @@ from research.engine.outcomes import OUTCOME_FILTERS, OutcomeFilter
 from research.engine.urls import InvalidPolicyEntry
 from research.models import ResearchRun
 from research.report_templates import REPORT_TEMPLATES
-from research.services import CLIENT_REQUEST_ID_MAX_CHARS, INSTRUCTION_MAX_CHARS, QUESTION_MAX_CHARS
+from research.services import (
+    CLIENT_REQUEST_ID_MAX_CHARS,
+    INSTRUCTION_MAX_CHARS,
+    QUESTION_MAX_CHARS,
+    depth_allowed,
+)
 
-DEPTH_ORDER = list(ResearchRun.Depth.values)
 MAX_DOMAINS = 50
 MAX_PLAN_QUESTIONS = PLAN_QUESTIONS_MAX
 # A domain name has at most 253 characters; one separator follows each.
@@ -51,11 +53,6 @@ DATE_MAX_CHARS = 10
 def too_long(what: str, limit: int) -> str:
     """The message for text over its limit (Django's default does not say which field)."""
     return f"{what} is too long; keep it under {limit:,} characters."
-
-
-def depth_allowed(depth: str) -> bool:
-    """Whether this deployment's budget cap (``RESEARCH_MAX_DEPTH``) allows ``depth``."""
-    return DEPTH_ORDER.index(depth) <= DEPTH_ORDER.index(settings.RESEARCH_MAX_DEPTH)
 
 
 def depth_options() -> list[dict[str, Any]]:
@@ -422,348 +419,6 @@ QuestionFormSet = formset_factory(
     max_num=MAX_PLAN_QUESTIONS,
     validate_max=True,
 )
-QUESTION_PREFIX = "q"
-_QUESTION_FIELDS = tuple(QuestionForm.base_fields)
-_PLAN_FIELDS = tuple(PlanForm.base_fields)
-
-
-@dataclass
-class PlanEditor:
-    """The plan form and its question formset, rendered and validated together."""
-
-    form: PlanForm
-    questions: Any  # a QuestionFormSet
-
-    def is_valid(self) -> bool:
-        form_ok = self.form.is_valid()
-        return self.questions.is_valid() and form_ok
-
-    def errors(self) -> list[str]:
-        """Every problem as a sentence, for the summary above the form."""
-        found = [str(e) for e in self.form.non_field_errors()]
-        for name, errors in self.form.errors.items():
-            if name != "__all__":
-                label = self.form.fields[name].label or name.replace("_", " ").capitalize()
-                found += [f"{label}: {error}" for error in errors]
-        found += [str(e) for e in self.questions.non_form_errors()]
-        for number, form in enumerate(self.questions.forms, start=1):
-            for errors in form.errors.values():
-                found += [f"Sub-question {number}: {error}" for error in errors]
-        return found
-
-
-def _lines_text(values: list[str] | None) -> str:
-    return "\n".join(values or [])
-
-
-def plan_initial(
-    plan: dict[str, Any],
-    version: int,
-    *,
-    extra_sections: tuple[str, ...] = (),
-    policy: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The editor's initial values for a stored plan; ``extra_sections`` (a report template's)
-    are added to the deliverable when the plan lacks them."""
-    scope = plan.get("scope") or {}
-    timeframe = scope.get("timeframe") or {}
-    deliverable = plan.get("deliverable") or {}
-    sections = list(deliverable.get("requested_sections") or [])
-    present = {section.casefold() for section in sections}
-    sections += [s for s in extra_sections if s.casefold() not in present]
-    return {
-        "plan_version": version,
-        "base_plan": json.dumps(plan, sort_keys=True),
-        "objective": plan.get("objective", ""),
-        "audience": plan.get("audience") or "",
-        "assumptions": _lines_text(plan.get("assumptions")),
-        "included_topics": _lines_text(scope.get("included_topics")),
-        "excluded_topics": _lines_text(scope.get("excluded_topics")),
-        "geographies": _lines_text(scope.get("geographies")),
-        "timeframe_start": timeframe.get("start") or "",
-        "timeframe_end": timeframe.get("end") or "",
-        "sections": _lines_text(sections),
-        "decision_or_outcome": deliverable.get("decision_or_outcome") or "",
-        "contradictions_allowed": (plan.get("completion_criteria") or {}).get(
-            "unresolved_contradictions_allowed", True
-        ),
-        "source_mode": (policy or {}).get("mode", "full_web"),
-        "domains": _lines_text((policy or {}).get("domains")),
-        "excluded_domains": _lines_text((policy or {}).get("excluded_domains")),
-    }
-
-
-def questions_initial(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    required = set((plan.get("completion_criteria") or {}).get("required_question_ids") or [])
-    rows = []
-    for question in plan.get("questions") or []:
-        priority = question.get("priority", "required")
-        if question.get("id") in required:
-            priority = "required"
-        rows.append(
-            {
-                "id": question.get("id", ""),
-                "text": question.get("text", ""),
-                "priority": priority,
-                "requires_primary": bool(question.get("requires_primary")),
-                "rationale": question.get("rationale", ""),
-                "preferred_source_classes": ",".join(
-                    question.get("preferred_source_classes") or []
-                ),
-            }
-        )
-    return rows
-
-
-def plan_editor_for(
-    plan: dict[str, Any],
-    version: int,
-    *,
-    extra_sections: tuple[str, ...] = (),
-    policy: dict[str, Any] | None = None,
-) -> PlanEditor:
-    """An unbound editor showing a stored plan and the run's source policy."""
-    return PlanEditor(
-        form=PlanForm(
-            initial=plan_initial(plan, version, extra_sections=extra_sections, policy=policy)
-        ),
-        questions=QuestionFormSet(prefix=QUESTION_PREFIX, initial=questions_initial(plan)),
-    )
-
-
-def plan_editor_bound(data: Any) -> PlanEditor:
-    """An editor bound to submitted data, ready to validate."""
-    return PlanEditor(form=PlanForm(data), questions=QuestionFormSet(data, prefix=QUESTION_PREFIX))
-
-
-def _submitted_questions(data: Any) -> list[dict[str, Any]]:
-    try:
-        count = int(data.get(f"{QUESTION_PREFIX}-TOTAL_FORMS", 0))
-    except (TypeError, ValueError):
-        count = 0
-    rows = []
-    for index in range(min(max(count, 0), MAX_PLAN_QUESTIONS + 1)):
-        row = {name: data.get(f"{QUESTION_PREFIX}-{index}-{name}", "") for name in _QUESTION_FIELDS}
-        row["requires_primary"] = bool(row["requires_primary"])
-        rows.append(row)
-    return rows
-
-
-class EditorOperation:
-    """Add, remove and move sub-questions without saving (a round trip, no JavaScript)."""
-
-    ADD = "add"
-    REMOVE = "remove"
-    UP = "up"
-    DOWN = "down"
-
-    @staticmethod
-    def parse(op: str) -> tuple[str, int] | None:
-        name, _, index = op.partition(":")
-        if name == EditorOperation.ADD:
-            return name, -1
-        if name in (EditorOperation.REMOVE, EditorOperation.UP, EditorOperation.DOWN):
-            try:
-                return name, int(index)
-            except ValueError:
-                return None
-        return None
-
-
-def plan_editor_apply(data: Any, op: tuple[str, int]) -> tuple[PlanEditor, str]:
-    """The editor with an operation applied to the submitted (unsaved) values, and a sentence
-    saying what happened."""
-    name, index = op
-    rows = _submitted_questions(data)
-    note = ""
-    if name == EditorOperation.ADD:
-        if len(rows) >= MAX_PLAN_QUESTIONS:
-            note = f"A plan has at most {MAX_PLAN_QUESTIONS} sub-questions."
-        else:
-            rows.append(
-                {
-                    "id": "",
-                    "text": "",
-                    "priority": "supporting",
-                    "requires_primary": False,
-                    "rationale": "",
-                    "preferred_source_classes": "",
-                }
-            )
-            note = "Sub-question added; write it and save the plan."
-    elif 0 <= index < len(rows):
-        if name == EditorOperation.REMOVE:
-            if len(rows) == 1:
-                note = "A plan needs at least one sub-question."
-            else:
-                rows.pop(index)
-                note = "Sub-question removed; save the plan to keep the change."
-        elif name == EditorOperation.UP and index > 0:
-            rows[index - 1], rows[index] = rows[index], rows[index - 1]
-        elif name == EditorOperation.DOWN and index < len(rows) - 1:
-            rows[index + 1], rows[index] = rows[index], rows[index + 1]
-    initial = {field: data.get(field, "") for field in _PLAN_FIELDS}
-    initial["contradictions_allowed"] = bool(data.get("contradictions_allowed"))
-    editor = PlanEditor(
-        form=PlanForm(initial=initial),
-        questions=QuestionFormSet(prefix=QUESTION_PREFIX, initial=rows),
-    )
-    return editor, note
-
-
-def _next_question_id(used: set[str]) -> str:
-    number = 1
-    while f"q{number}" in used:
-        number += 1
-    return f"q{number}"
-
-
-def plan_from_editor(editor: PlanEditor, *, current: dict[str, Any]) -> dict[str, Any]:
-    """The plan (``ResearchPlan`` JSON) a valid editor describes. Fields the editor does not
-    show are kept from ``current``."""
-    data = editor.form.cleaned_data
-    questions = []
-    used = {(form.cleaned_data.get("id") or "").strip() for form in editor.questions.forms} - {""}
-    seen: set[str] = set()
-    for form in editor.questions.forms:
-        row = form.cleaned_data
-        qid = (row.get("id") or "").strip()
-        if not qid or qid in seen or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$", qid):
-            qid = _next_question_id(used | seen)
-        seen.add(qid)
-        questions.append(
-            {
-                "id": qid,
-                "text": row["text"].strip(),
-                "priority": row["priority"],
-                "rationale": row.get("rationale") or "",
-                "preferred_source_classes": row.get("preferred_source_classes") or [],
-                "requires_primary": bool(row.get("requires_primary")),
-            }
-        )
-    timeframe = None
-    if data["timeframe_start"] or data["timeframe_end"]:
-        timeframe = {"start": data["timeframe_start"] or None, "end": data["timeframe_end"] or None}
-    deliverable = dict(current.get("deliverable") or {})
-    deliverable.update(
-        requested_sections=data["sections"],
-        decision_or_outcome=data["decision_or_outcome"].strip() or None,
-    )
-    return {
-        "schema_version": current.get("schema_version", 1),
-        "objective": data["objective"].strip(),
-        "audience": data["audience"].strip() or None,
-        "assumptions": data["assumptions"],
-        "scope": {
-            "included_topics": data["included_topics"],
-            "excluded_topics": data["excluded_topics"],
-            "timeframe": timeframe,
-            "geographies": data["geographies"],
-        },
-        "questions": questions,
-        "deliverable": deliverable,
-        "completion_criteria": {
-            "required_question_ids": [q["id"] for q in questions if q["priority"] == "required"],
-            "unresolved_contradictions_allowed": data["contradictions_allowed"],
-        },
-    }
-
-
-def plans_equal(first: dict[str, Any] | None, second: dict[str, Any] | None) -> bool:
-    """Whether two stored plans say the same thing (defaults filled in)."""
-    if first is None or second is None:
-        return first is second
-    try:
-        return ResearchPlan.model_validate(first).model_dump(
-            mode="json"
-        ) == ResearchPlan.model_validate(second).model_dump(mode="json")
-    except ValueError:
-        return False
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _texts(value: Any) -> list[str]:
-    """The entries of a plan list as text; anything that is not a list has none."""
-    if not isinstance(value, list):
-        return []
-    return [str(item) for item in value if isinstance(item, str | int | float)]
-
-
-def _questions_by_id(value: Any) -> dict[str, dict[str, Any]]:
-    """Sub-questions keyed by id, skipping entries that are not questions with an id."""
-    if not isinstance(value, list):
-        return {}
-    found = {}
-    for question in value:
-        if isinstance(question, dict) and isinstance(question.get("id"), str):
-            found[question["id"]] = {
-                "text": str(question.get("text") or ""),
-                "priority": str(question.get("priority") or ""),
-            }
-    return found
-
-
-def _listed_changes(label: str, before: list[str], after: list[str]) -> list[str]:
-    changes = [f"{label} added: “{item}”" for item in after if item not in before]
-    changes += [f"{label} removed: “{item}”" for item in before if item not in after]
-    return changes
-
-
-def describe_plan_changes(before: Any, after: Any) -> list[str]:
-    """What differs between two plans, as sentences for a person (newest is ``after``).
-
-    ``before`` comes back from the browser (the plan the editor started from), so any part
-    of it may have any shape; a part that is not what a plan holds counts as empty."""
-    before, after = _mapping(before), _mapping(after)
-    changes: list[str] = []
-    if before.get("objective") != after.get("objective"):
-        changes.append(f"Objective changed to “{after.get('objective', '')}”")
-    if (before.get("audience") or "") != (after.get("audience") or ""):
-        changes.append(f"Audience changed to “{after.get('audience') or 'not set'}”")
-    changes += _listed_changes(
-        "Assumption", _texts(before.get("assumptions")), _texts(after.get("assumptions"))
-    )
-    old_scope, new_scope = _mapping(before.get("scope")), _mapping(after.get("scope"))
-    for key, label in (
-        ("included_topics", "Topic in scope"),
-        ("excluded_topics", "Exclusion"),
-        ("geographies", "Geography"),
-    ):
-        changes += _listed_changes(label, _texts(old_scope.get(key)), _texts(new_scope.get(key)))
-    old_frame, new_frame = (
-        _mapping(old_scope.get("timeframe")),
-        _mapping(new_scope.get("timeframe")),
-    )
-    if old_frame != new_frame:
-        changes.append(
-            f"Timeframe changed to {new_frame.get('start') or 'open'} – "
-            f"{new_frame.get('end') or 'open'}"
-        )
-    old_questions = _questions_by_id(before.get("questions"))
-    new_questions = _questions_by_id(after.get("questions"))
-    for qid, question in new_questions.items():
-        previous = old_questions.get(qid)
-        if previous is None:
-            changes.append(f"Sub-question added: “{question['text']}”")
-        elif previous["text"] != question["text"]:
-            changes.append(f"Sub-question reworded: “{question['text']}”")
-        elif previous["priority"] != question["priority"]:
-            changes.append(f"Sub-question now {question['priority']}: “{question['text']}”")
-    for qid, question in old_questions.items():
-        if qid not in new_questions:
-            changes.append(f"Sub-question removed: “{question['text']}”")
-    common = [qid for qid in new_questions if qid in old_questions]
-    if common != [qid for qid in old_questions if qid in new_questions]:
-        changes.append("Sub-questions were reordered")
-    changes += _listed_changes(
-        "Report section",
-        _texts(_mapping(before.get("deliverable")).get("requested_sections")),
-        _texts(_mapping(after.get("deliverable")).get("requested_sections")),
-    )
-    return changes
 
 
 # --------------------------------------------------------------------------------------------

@@ -22,8 +22,8 @@ from django.utils import timezone
 from research.engine.guards import StopReason
 from research.engine.orchestrator import display_text
 from research.engine.states import RunStatus, is_legal_transition
+from research.lifecycle import run_transition
 from research.models import ResearchRun
-from research.services import run_transition
 
 # Long enough for a class name and a useful first line, short enough for a notice.
 SUMMARY_CHARS = 200
