@@ -105,3 +105,44 @@ class Invitation(models.Model):
             and self.revoked_at is None
             and self.expires_at > timezone.now()
         )
+
+
+def hash_api_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class ApiToken(models.Model):
+    """A personal API token (``Authorization: Bearer …``), shown once and stored hashed.
+
+    A token acts as its user with the same access rules as the pages, narrowed further when it
+    is read-only (no writes at all) or scoped to one team (only that team's runs). Revoking
+    takes effect on the next request. ``rate_window``/``rate_count`` count requests in the
+    current minute for the per-token rate limit (``API_TOKEN_REQUESTS_PER_MINUTE``).
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    # The first characters of the token, shown in lists so a person can tell tokens apart.
+    prefix = models.CharField(max_length=16)
+    token_hash = models.CharField(max_length=64, unique=True)
+    read_only = models.BooleanField(default=False)
+    team = models.ForeignKey(
+        Team, null=True, blank=True, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    rate_window = models.BigIntegerField(default=0)
+    rate_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

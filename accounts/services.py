@@ -9,7 +9,15 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from accounts.models import Invitation, Membership, Team, User, hash_invitation_token
+from accounts.models import (
+    ApiToken,
+    Invitation,
+    Membership,
+    Team,
+    User,
+    hash_api_token,
+    hash_invitation_token,
+)
 
 INVITATION_LIFETIME = timedelta(days=7)
 
@@ -123,3 +131,42 @@ def membership_remove(*, membership: Membership) -> None:
         if owners.count() <= 1:
             raise TeamError("A team needs at least one owner; make someone else owner first.")
     membership.delete()
+
+
+API_TOKEN_PREFIX = "drt_"  # noqa: S105 (not a secret: marks our tokens in logs and scanners)
+API_TOKEN_NAME_MAX_CHARS = 100
+
+
+def api_token_create(
+    *, user: User, name: str, read_only: bool = False, team: Team | None = None
+) -> tuple[ApiToken, str]:
+    """Create a personal API token; returns the row and the token itself, which is shown
+    once and never stored (only its SHA-256 is)."""
+    name = name.strip()
+    if not name:
+        raise TeamError("Give the token a name, so you can tell it apart later.")
+    if len(name) > API_TOKEN_NAME_MAX_CHARS:
+        raise TeamError(f"Keep the token's name under {API_TOKEN_NAME_MAX_CHARS} characters.")
+    if team is not None and not Membership.objects.filter(team=team, user=user).exists():
+        raise TeamError("A token can only be limited to a team you belong to.")
+    secret = API_TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        user=user,
+        name=name,
+        prefix=secret[: len(API_TOKEN_PREFIX) + 6],
+        token_hash=hash_api_token(secret),
+        read_only=read_only,
+        team=team,
+    )
+    return token, secret
+
+
+def api_token_revoke(*, user: User, token_id: int) -> ApiToken:
+    """Revoke one of ``user``'s tokens; it is refused from the next request on."""
+    token = ApiToken.objects.filter(user=user, pk=token_id).first()
+    if token is None:
+        raise TeamError("No such token.")
+    if token.revoked_at is None:
+        ApiToken.objects.filter(pk=token.pk).update(revoked_at=timezone.now())
+        token.refresh_from_db()
+    return token

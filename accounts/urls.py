@@ -23,6 +23,8 @@ urlpatterns = [
         ),
         name="password_change_done",
     ),
+    path("tokens/", views.api_tokens, name="api_tokens"),
+    path("tokens/<int:token_id>/revoke/", views.api_token_revoke, name="api_token_revoke"),
     path("teams/", views.team_list, name="team_list"),
     path("teams/<slug:slug>/", views.team_detail, name="team_detail"),
     path("teams/<slug:slug>/invitations/", views.invitation_create, name="invitation_create"),

@@ -14,8 +14,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts import services
-from accounts.forms import InvitationForm, RoleForm, SignupForm, TeamForm
-from accounts.models import Invitation, Membership, Team, User
+from accounts.forms import ApiTokenForm, InvitationForm, RoleForm, SignupForm, TeamForm
+from accounts.models import ApiToken, Invitation, Membership, Team, User
 
 
 class LoginView(auth_views.LoginView):
@@ -162,3 +162,45 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
         "accounts/invitation_accept.html",
         {"invitation": invitation, "signup_form": signup_form, "token": token},
     )
+
+
+@login_required
+def api_tokens(request: HttpRequest) -> HttpResponse:
+    """Personal API tokens: create one (its secret is shown on this answer only), list them
+    with when each was last used, and revoke them."""
+    form = ApiTokenForm(request.POST or None, user=request.user)
+    secret = ""
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                token, secret = services.api_token_create(
+                    user=request.user,
+                    name=form.cleaned_data["name"],
+                    read_only=form.cleaned_data["read_only"],
+                    team=form.cleaned_data["team"],
+                )
+            except services.TeamError as exc:
+                form.add_error(None, str(exc))
+                status = 422
+            else:
+                form = ApiTokenForm(user=request.user)
+        else:
+            status = 422
+    tokens = ApiToken.objects.filter(user=request.user).select_related("team")
+    context = {"form": form, "tokens": tokens, "new_secret": secret}
+    response = render(request, "accounts/api_tokens.html", context, status=status)
+    if secret:
+        response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_POST
+def api_token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    try:
+        token = services.api_token_revoke(user=request.user, token_id=token_id)
+    except services.TeamError:
+        raise Http404("No such token.") from None
+    messages.success(request, f"Token “{token.name}” revoked; it no longer works.")
+    return redirect("accounts:api_tokens")

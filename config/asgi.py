@@ -23,11 +23,13 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from config.worker import start_embedded_worker  # noqa: E402
+from research.api.mcp_http import with_mcp  # noqa: E402
 from research.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # The MCP server's streamable HTTP transport at /mcp; every other address is Django's.
+        "http": with_mcp(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

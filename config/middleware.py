@@ -4,7 +4,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
 
@@ -73,6 +73,10 @@ class RefuseNulCharactersMiddleware:
             del request.COOKIES[name]
         if _has_nul(request.GET.lists()):
             return _refusal(request, QUERY_REFUSED, status=422)
+        if request.method in ("POST", "PUT", "PATCH") and request.path_info.startswith("/api/"):
+            # The JSON API reads the raw body; reading it first keeps it readable after a
+            # form body is parsed below (Django refuses the raw body once the stream is read).
+            _ = request.body
         if request.method in ("POST", "PUT", "PATCH") and _body_has_nul(request):
             return _refusal(request, BODY_REFUSED, status=422)
         return self.get_response(request)
@@ -95,6 +99,10 @@ def _body_has_nul(request: HttpRequest) -> bool:
 
 
 def _refusal(request: HttpRequest, sentence: str, *, status: int) -> HttpResponse:
+    if request.path_info.startswith("/api/"):
+        # The JSON API's one error shape (research.api.errors).
+        body = {"code": "not_found" if status == 404 else "invalid", "message": sentence}
+        return JsonResponse({**body, "field": None}, status=status)
     if getattr(request, "htmx", False) or request.headers.get("HX-Request") == "true":
         # Put the sentence above the page instead of replacing the part that sent the
         # request: the form keeps what the person typed.

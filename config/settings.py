@@ -76,6 +76,9 @@ INSTALLED_APPS = [
     "template_partials",
     "axes",
     "django_dramatiq",
+    # The JSON API (research.api); listed so its docs page uses the bundled Swagger UI files
+    # instead of a CDN.
+    "ninja",
     "accounts",
     "research",
 ]
@@ -244,6 +247,15 @@ RESEARCH_MAX_ACTIVE_RUNS = env_int("RESEARCH_MAX_ACTIVE_RUNS", 4, minimum=1)
 # is more than a person reviews; three plans in drafting at once keeps one person from
 # holding every worker thread with planner calls.
 RESEARCH_MAX_RUNS_PER_USER_PER_HOUR = env_int("RESEARCH_MAX_RUNS_PER_USER_PER_HOUR", 20, minimum=1)
+# Requests one personal API token may make per minute (research.api); more get 429.
+API_TOKEN_REQUESTS_PER_MINUTE = env_int("API_TOKEN_REQUESTS_PER_MINUTE", 120, minimum=1)
+# Webhooks (research.webhooks): private or intranet targets they may post to (same syntax as
+# RESEARCH_FETCH_ALLOWED_HOSTS; metadata addresses are always refused), attempts per event,
+# seconds per attempt, and the address links in payloads start with.
+WEBHOOK_ALLOWED_HOSTS = env_list("WEBHOOK_ALLOWED_HOSTS")
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+WEBHOOK_PUBLIC_URL = env_str("WEBHOOK_PUBLIC_URL", "http://127.0.0.1:8000")
 RESEARCH_MAX_PLANNING_RUNS_PER_USER = env_int("RESEARCH_MAX_PLANNING_RUNS_PER_USER", 3, minimum=1)
 RESEARCH_LEASE_SECONDS = env_int("RESEARCH_LEASE_SECONDS", 90, minimum=10)
 RESEARCH_REAPER_INTERVAL_SECONDS = env_int("RESEARCH_REAPER_INTERVAL_SECONDS", 30, minimum=1)

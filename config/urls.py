@@ -4,6 +4,9 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import include, path
 
+from research.api import pages as api_pages
+from research.api.endpoints import api
+
 admin.site.site_header = "Deep Research audit"
 admin.site.site_title = "Deep Research audit"
 admin.site.index_title = "Runs, steps, sources and evidence"
@@ -25,6 +28,10 @@ urlpatterns = [
         admin.site.admin_view(view_on_site),
     ),
     path("admin/", admin.site.urls),
+    path("api/v1/", api.urls),
+    path("webhooks/", api_pages.webhook_list, name="webhook_list"),
+    path("webhooks/<int:hook_id>/", api_pages.webhook_detail, name="webhook_detail"),
+    path("webhooks/<int:hook_id>/toggle/", api_pages.webhook_toggle, name="webhook_toggle"),
     path("accounts/", include("accounts.urls")),
     path("", include("research.web.urls")),
 ]

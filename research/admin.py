@@ -11,7 +11,14 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from research.highlight import Span, highlight_spans
-from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
+from research.models import (
+    ResearchEvidence,
+    ResearchRun,
+    ResearchSource,
+    ResearchStep,
+    Webhook,
+    WebhookDelivery,
+)
 
 
 class AuditOnly:
@@ -184,3 +191,24 @@ class ResearchEvidenceAdmin(AuditOnly, admin.ModelAdmin):
     @admin.display(description="Source class", ordering="source__source_class")
     def source_class(self, evidence: ResearchEvidence) -> str:
         return evidence.source.get_source_class_display()
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    list_display = ("url", "owner", "team", "active", "created_at")
+    list_filter = ("active",)
+    search_fields = ("url", "owner__username")
+    raw_id_fields = ("owner", "team")
+    exclude = ("secret",)
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    """The delivery log: every event sent to every hook, with each attempt's outcome."""
+
+    list_display = ("event", "webhook", "status", "attempts", "created_at", "delivered_at")
+    list_filter = ("status", "event")
+    readonly_fields = [f.name for f in WebhookDelivery._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False

@@ -119,6 +119,9 @@ class ResearchRun(models.Model):
     report_contract = Typed("report")
 
     refinement_instruction = models.TextField(blank=True)
+    # Approve the plan as soon as it is drafted (asked for through the API); kept on the run so
+    # a worker that restarts still honours it.
+    auto_approve = models.BooleanField(default=False)
 
     pause_requested = models.BooleanField(default=False)
     cancel_requested = models.BooleanField(default=False)
@@ -355,3 +358,62 @@ class ResearchEvidence(models.Model):
 
     def __str__(self) -> str:
         return self.excerpt[:80]
+
+
+class Webhook(models.Model):
+    """A subscription of a person (their runs) or a team (runs shared with it) to run events;
+    see research.webhooks. The secret signs each body (HMAC-SHA256); it is kept readable
+    because signing needs it, and shown only to the hook's owner."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="webhooks"
+    )
+    team = models.ForeignKey(
+        "accounts.Team", null=True, blank=True, on_delete=models.CASCADE, related_name="webhooks"
+    )
+    url = models.URLField(max_length=2000)
+    events = models.JSONField(default=list)
+    secret = models.CharField(max_length=64)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class WebhookDelivery(models.Model):
+    """One event for one hook, with every attempt logged in ``attempt_log``."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        SUCCEEDED = "succeeded", "Delivered"
+        FAILED = "failed", "Failed"
+        REFUSED = "refused", "Refused"
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    run = models.ForeignKey(
+        ResearchRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    event = models.CharField(max_length=40)
+    dedupe_key = models.CharField(max_length=200)
+    payload = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    attempt_log = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "webhook deliveries"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["webhook", "dedupe_key"], name="webhook_delivery_unique_event"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} → {self.webhook}"

@@ -143,8 +143,10 @@ def run_create(
     visibility: str = ResearchRun.Visibility.PRIVATE,
     report_template: str = "",
     client_request_id: str | None = None,
+    auto_approve: bool = False,
 ) -> ResearchRun:
-    """Create a run and start planning it in the background."""
+    """Create a run and start planning it in the background. With ``auto_approve`` the
+    worker approves the plan as soon as it is drafted (``research.worker.actors``)."""
     question = question.strip()
     if not question:
         raise RunActionError("Write the question you want researched.")
@@ -204,6 +206,7 @@ def run_create(
             else None,
             report_template=report_template,
             client_request_id=client_request_id,
+            auto_approve=auto_approve,
         )
         enqueue_advance(run.pk)
     return run

@@ -543,6 +543,7 @@ class SafeFetcher:
         params: Mapping[str, str | int] | None = None,
         headers: Mapping[str, str] | None = None,
         json: Any = None,
+        content: bytes | None = None,
         media_types: frozenset[str] = PAGE_MEDIA_TYPES,
         redirect_guard: RedirectGuard | None = None,
         max_bytes: int | None = None,
@@ -609,6 +610,7 @@ class SafeFetcher:
                     destination.url,
                     headers=headers if same_host else None,
                     json=json if not redirects else None,
+                    content=content if not redirects else None,
                     limits=limits,
                 )
                 response = self._send(transport, request, destination, limits, requested)
@@ -652,6 +654,7 @@ class SafeFetcher:
         headers: Mapping[str, str] | None,
         json: Any,
         limits: FetchLimits,
+        content: bytes | None = None,
     ) -> httpx.Request:
         # The network backend shortens every operation to what the deadlines leave; these
         # are the per-operation limits httpcore starts from.
@@ -666,7 +669,7 @@ class SafeFetcher:
         }
         if headers:
             base.update(headers)
-        request = httpx.Request(method, url, headers=base, json=json)
+        request = httpx.Request(method, url, headers=base, json=json, content=content)
         request.extensions["timeout"] = {
             "connect": min(self.config.connect_timeout, remaining),
             "read": read,

@@ -24,6 +24,7 @@ from dramatiq.middleware import TimeLimitExceeded
 from research.engine.ports import LeaseLost, ModelClient, SystemClock
 from research.engine.run.orchestrator import Orchestrator
 from research.engine.states import RunStatus, is_terminal
+from research.lifecycle import run_transition
 from research.llm.extractive import ExtractiveModelClient
 from research.llm.factory import llm_config_from_settings, model_client_from_config
 from research.models import ResearchRun
@@ -96,6 +97,25 @@ def advance_run(run_id: str) -> None:
     finally:
         release_lease(run_id, owner)
         wake_queued_runs()
+    _emit_webhooks(run_id)
+
+
+def _emit_webhooks(run_id: str) -> None:
+    """Tell subscribed webhooks about the state the run was left in (never fails the run)."""
+    from research import webhooks
+
+    try:
+        webhooks.emit(run_id)
+    except Exception:
+        logger.exception("Could not queue the webhooks of run %s.", run_id)
+
+
+@dramatiq.actor(queue_name="webhooks", max_retries=0, time_limit=60_000)
+def deliver_webhook(delivery_id: int) -> None:
+    """One delivery attempt; research.webhooks schedules the next one with backoff."""
+    from research import webhooks
+
+    webhooks.deliver(delivery_id)
 
 
 def _count_crash(run_id: str, owner: str, error: BaseException) -> None:
@@ -140,10 +160,34 @@ def _advance_claimed(run_id: str, owner: str) -> None:
     if run.status in (RunStatus.PAUSED, RunStatus.AWAITING_APPROVAL):
         return  # waiting for a person
     status = orchestrator.advance(run_id)
+    if status == RunStatus.AWAITING_APPROVAL and run.auto_approve:
+        _auto_approve(run)
+        return
     run.refresh_from_db()
     if status == RunStatus.PAUSED and run.refinement_instruction:
         # A refinement asked the run to pause at a safe point; now revise the plan.
         orchestrator.revise_plan(run_id, run.refinement_instruction)
+
+
+def _auto_approve(run: ResearchRun) -> None:
+    """A run created with ``auto_approve`` goes on with the plan it just drafted, as if its
+    owner had approved that version. A plan waiting for a refinement, or one a person already
+    acted on, is left alone."""
+    run.refresh_from_db()
+    if (
+        not run.auto_approve
+        or run.status != RunStatus.AWAITING_APPROVAL
+        or run.refinement_instruction
+    ):
+        return
+    if run_transition(
+        run,
+        expected=RunStatus.AWAITING_APPROVAL,
+        to=RunStatus.QUEUED,
+        plan_version=run.plan_version,
+        approved_at=timezone.now(),
+    ):
+        wake_queued_runs()
 
 
 def wake_queued_runs() -> None:

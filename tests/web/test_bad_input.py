@@ -20,8 +20,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.urls.resolvers import RegexPattern, RoutePattern
 
 from accounts.models import Invitation, Membership, Team, User
-from accounts.services import invitation_create
-from research.models import ResearchEvidence, ResearchRun, ResearchSource
+from accounts.services import api_token_create, invitation_create
+from research.models import ResearchEvidence, ResearchRun, ResearchSource, Webhook
 from tests.web.factories import completed_run
 
 
@@ -95,6 +95,10 @@ def real_values(owner, team) -> dict[str, str]:
     member = User.objects.create_user("member-x", password="unused-password-123")
     membership = Membership.objects.create(team=team, user=member, role=Membership.Role.VIEWER)
     invitation, token = invitation_create(team=team, role="viewer", created_by=owner)
+    api_token, _ = api_token_create(user=owner, name="walk")
+    hook = Webhook.objects.create(
+        owner=owner, url="https://example.org/hook", events=["run.completed"], secret="s"
+    )
     return {
         "run_id": str(run.pk),
         "source_id": str(source.pk),
@@ -105,6 +109,8 @@ def real_values(owner, team) -> dict[str, str]:
         "token": token,
         "invitation_id": str(invitation.pk),
         "membership_id": str(membership.pk),
+        "token_id": str(api_token.pk),
+        "hook_id": str(hook.pk),
         "app_label": "research",
         "content_type_id": str(ContentType.objects.get_for_model(ResearchRun).pk),
         "object_id": str(run.pk),

@@ -1,0 +1,205 @@
+"""The MCP server, exercised by the official SDK's client: a quick research on the frozen web
+with the extractive backend (start, approve, poll, report, every citation a verified excerpt),
+the same access rules as the API, and the stdio transport of ``manage.py mcp``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from django.test import override_settings
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.memory import create_connected_server_and_client_session
+
+from accounts.services import api_token_create
+from research.api.mcp import build_server
+from research.engine.ledger import normalize_for_matching
+from research.models import ResearchEvidence
+from research.worker.actors import advance_run
+from tests.cli.conftest import command_line  # noqa: F401 (the fixture)
+from tests.web.factories import completed_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+QUESTION = "How many daily boardings did Harwick Metro Line 3 have, and what did it cost to build?"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _data(result) -> object:
+    assert not result.isError, result.content
+    if result.structuredContent is not None:
+        content = result.structuredContent
+        return content.get("result", content) if set(content) == {"result"} else content
+    return json.loads(result.content[0].text)
+
+
+async def _calls(server, steps):
+    async with create_connected_server_and_client_session(server) as session:
+        return await steps(session)
+
+
+def test_research_through_mcp_with_verified_citations(owner, web):
+    _, secret = api_token_create(user=owner, name="agent")
+    from accounts.models import ApiToken
+
+    server = build_server(owner, ApiToken.objects.get())
+    assert secret
+
+    async def steps(session: ClientSession):
+        names = {tool.name for tool in (await session.list_tools()).tools}
+        assert names == {
+            "start_research",
+            "get_status",
+            "approve_plan",
+            "get_report",
+            "list_recent_runs",
+            "list_sources",
+        }
+        started = _data(await session.call_tool("start_research", {"question": QUESTION}))
+        run_id = started["run_id"]
+        await asyncio.to_thread(advance_run, run_id)
+        status = _data(await session.call_tool("get_status", {"run_id": run_id}))
+        assert status["status"] == "awaiting_approval" and status["plan"]
+        approved = _data(
+            await session.call_tool(
+                "approve_plan", {"run_id": run_id, "version": status["plan_version"]}
+            )
+        )
+        assert approved["status"] == "queued"
+        await asyncio.to_thread(advance_run, run_id)
+        done = _data(await session.call_tool("get_status", {"run_id": run_id}))
+        assert done["status"] in ("completed", "budget_exhausted"), done["outcome"]
+        report = _data(await session.call_tool("get_report", {"run_id": run_id}))
+        sources = _data(await session.call_tool("list_sources", {"run_id": run_id}))
+        recent = _data(await session.call_tool("list_recent_runs", {}))
+        return run_id, report, sources, recent
+
+    with override_settings(**web.django_settings()):
+        run_id, report, sources, recent = asyncio.run(_calls(server, steps))
+    assert report["citations"] and sources and recent[0]["run_id"] == run_id
+    rows = {
+        r.pk: r for r in ResearchEvidence.objects.filter(run_id=run_id).select_related("source")
+    }
+    for citation in report["citations"]:
+        row = rows[citation["evidence_ids"][0]]
+        located = row.source.snapshot_text[row.locator["start"] : row.locator["end"]]
+        assert normalize_for_matching(located) == normalize_for_matching(citation["excerpt"])
+        assert citation["url"].startswith("http")
+
+
+def test_mcp_follows_the_access_rules(owner, outsider, viewer, team):
+    run = completed_run(owner, team=team, visibility="team")
+    _, _ = api_token_create(user=owner, name="reader", read_only=True)
+    from accounts.models import ApiToken
+
+    reader = build_server(owner, ApiToken.objects.get(name="reader"))
+
+    async def as_outsider(session: ClientSession):
+        return await session.call_tool("get_report", {"run_id": str(run.pk)})
+
+    async def as_viewer(session: ClientSession):
+        report = await session.call_tool("get_report", {"run_id": str(run.pk)})
+        approve = await session.call_tool("approve_plan", {"run_id": str(run.pk), "version": 2})
+        return report, approve
+
+    async def as_reader(session: ClientSession):
+        return await session.call_tool("start_research", {"question": "Anything?"})
+
+    hidden = asyncio.run(_calls(build_server(outsider), as_outsider))
+    assert hidden.isError and "No such research run" in hidden.content[0].text
+    report, approve = asyncio.run(_calls(build_server(viewer), as_viewer))
+    assert not report.isError and approve.isError
+    refused = asyncio.run(_calls(reader, as_reader))
+    assert refused.isError and "read-only" in refused.content[0].text
+
+
+def test_manage_py_mcp_serves_the_sdk_client_over_stdio(command_line):  # noqa: F811
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["manage.py", "mcp", "--user", "demo"],
+        env=command_line.env,
+        cwd=str(ROOT),
+    )
+
+    async def steps():
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {tool.name for tool in (await session.list_tools()).tools}
+            started = _data(await session.call_tool("start_research", {"question": QUESTION}))
+            status = _data(await session.call_tool("get_status", {"run_id": started["run_id"]}))
+            recent = _data(await session.call_tool("list_recent_runs", {"limit": 5}))
+            return tools, started, status, recent
+
+    tools, started, status, recent = asyncio.run(steps())
+    assert "start_research" in tools and "get_report" in tools
+    assert status["run_id"] == started["run_id"]
+    assert started["run_id"] in [item["run_id"] for item in recent]
+    # The run is durable: it is in the server's database after the server has gone.
+    assert command_line.run_status(started["run_id"]) in (
+        "created",
+        "planning",
+        "awaiting_approval",
+    )
+
+
+def _http_factory(app):
+    import httpx
+
+    def factory(headers=None, timeout=None, auth=None) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://testserver",
+            headers=headers,
+            timeout=timeout,
+            auth=auth,
+        )
+
+    return factory
+
+
+def test_streamable_http_at_mcp_with_bearer_tokens(owner, outsider):
+    import httpx
+    from django.core.asgi import get_asgi_application
+    from mcp.client.streamable_http import streamable_http_client
+
+    from accounts.services import api_token_revoke
+    from research.api.mcp_http import with_mcp
+
+    # The app as config/asgi.py mounts it (importing that module would start its embedded worker).
+    application = with_mcp(get_asgi_application())
+
+    run = completed_run(owner)
+    token, secret = api_token_create(user=owner, name="http agent")
+
+    async def session_calls(bearer: str):
+        client = _http_factory(application)(headers={"Authorization": f"Bearer {bearer}"})
+        async with (
+            client,
+            streamable_http_client("http://testserver/mcp", http_client=client) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            report = _data(await session.call_tool("get_report", {"run_id": str(run.pk)}))
+            recent = _data(await session.call_tool("list_recent_runs", {}))
+            return report, recent
+
+    report, recent = asyncio.run(session_calls(secret))
+    assert report["citations"] and recent[0]["run_id"] == str(run.pk)
+    rows = {r.pk: r for r in ResearchEvidence.objects.filter(run=run)}
+    assert all(c["excerpt"] == rows[c["evidence_ids"][0]].excerpt for c in report["citations"])
+
+    async def raw(headers):
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=application), base_url="http://testserver"
+        ) as client:
+            return await client.post("/mcp", json={}, headers=headers)
+
+    anonymous = asyncio.run(raw({}))
+    assert anonymous.status_code == 401 and anonymous.json()["code"] == "unauthenticated"
+    api_token_revoke(user=owner, token_id=token.pk)
+    revoked = asyncio.run(raw({"Authorization": f"Bearer {secret}"}))
+    assert revoked.status_code == 401
