@@ -249,7 +249,7 @@ RESEARCH_MAX_ACTIVE_RUNS = env_int("RESEARCH_MAX_ACTIVE_RUNS", 4, minimum=1)
 RESEARCH_MAX_RUNS_PER_USER_PER_HOUR = env_int("RESEARCH_MAX_RUNS_PER_USER_PER_HOUR", 20, minimum=1)
 # Requests one personal API token may make per minute (research.api); more get 429.
 API_TOKEN_REQUESTS_PER_MINUTE = env_int("API_TOKEN_REQUESTS_PER_MINUTE", 120, minimum=1)
-# Webhooks (research.webhooks): private or intranet targets they may post to (same syntax as
+# Webhooks (research.worker.webhooks): private or intranet targets they may post to (same syntax as
 # RESEARCH_FETCH_ALLOWED_HOSTS; metadata addresses are always refused), attempts per event,
 # seconds per attempt, and the address links in payloads start with.
 WEBHOOK_ALLOWED_HOSTS = env_list("WEBHOOK_ALLOWED_HOSTS")

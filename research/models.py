@@ -362,7 +362,7 @@ class ResearchEvidence(models.Model):
 
 class Webhook(models.Model):
     """A subscription of a person (their runs) or a team (runs shared with it) to run events;
-    see research.webhooks. The secret signs each body (HMAC-SHA256); it is kept readable
+    see research.worker.webhooks. The secret signs each body (HMAC-SHA256); it is kept readable
     because signing needs it, and shown only to the hook's owner."""
 
     owner = models.ForeignKey(

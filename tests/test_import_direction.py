@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "research.worker.tasks": 55,
     "research.worker.reaper": 55,
     "research.worker.actors": 54,
+    "research.worker.webhooks": 53,
     "research.worker": 52,
     "research.lifecycle": 40,
     "research.access": 40,

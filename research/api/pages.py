@@ -1,5 +1,5 @@
 """The webhooks page: add a hook (for yourself or a team you edit for), see each hook's
-delivery log, switch hooks off. Writes go through research.webhooks."""
+delivery log, switch hooks off. Writes go through research.worker.webhooks."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from research import webhooks
 from research.access import teams_for_new_runs
 from research.models import Webhook
+from research.worker import webhooks
 
 
 class WebhookForm(forms.Form):

@@ -30,6 +30,7 @@ from research.llm.factory import llm_config_from_settings, model_client_from_con
 from research.models import ResearchRun
 from research.sources import WebSourceAdapter
 from research.sources.config import sources_config_from_settings
+from research.worker import webhooks
 from research.worker.crashes import clear_crashes, record_crash
 from research.worker.events import ChannelLayerEvents
 from research.worker.leases import Heartbeat, claim_run, new_owner_id, release_lease
@@ -102,20 +103,10 @@ def advance_run(run_id: str) -> None:
 
 def _emit_webhooks(run_id: str) -> None:
     """Tell subscribed webhooks about the state the run was left in (never fails the run)."""
-    from research import webhooks
-
     try:
         webhooks.emit(run_id)
     except Exception:
         logger.exception("Could not queue the webhooks of run %s.", run_id)
-
-
-@dramatiq.actor(queue_name="webhooks", max_retries=0, time_limit=60_000)
-def deliver_webhook(delivery_id: int) -> None:
-    """One delivery attempt; research.webhooks schedules the next one with backoff."""
-    from research import webhooks
-
-    webhooks.deliver(delivery_id)
 
 
 def _count_crash(run_id: str, owner: str, error: BaseException) -> None:

@@ -13,8 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.test import Client
 
-from research import webhooks
 from research.models import ResearchRun, Webhook, WebhookDelivery
+from research.worker import webhooks
 from research.worker.actors import advance_run
 from tests.web.factories import awaiting_run, completed_run
 

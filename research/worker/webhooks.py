@@ -21,6 +21,7 @@ import secrets
 import time
 from typing import Any
 
+import dramatiq
 from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
@@ -159,9 +160,13 @@ def emit(run_id: object) -> list[WebhookDelivery]:
     return made
 
 
-def _queue(delivery_id: int, *, delay_ms: int) -> None:
-    from research.worker.actors import deliver_webhook
+@dramatiq.actor(queue_name="webhooks", max_retries=0, time_limit=60_000)
+def deliver_webhook(delivery_id: int) -> None:
+    """One delivery attempt; ``deliver`` schedules the next one with backoff."""
+    deliver(delivery_id)
 
+
+def _queue(delivery_id: int, *, delay_ms: int) -> None:
     try:
         deliver_webhook.send_with_options(args=(delivery_id,), delay=delay_ms or None)
     except Exception as exc:  # the broker is down: the delivery stays pending in the log
