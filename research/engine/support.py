@@ -24,11 +24,13 @@ of measure in common use.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
+
+from research.engine.text import MONTHS
+from research.engine.text import fold as _fold
 
 # A statement must share at least this share of its content words with its excerpts. A
 # paraphrase keeps the subject and most of what is said of it; an unrelated excerpt shares
@@ -110,28 +112,7 @@ def clean_statement(text: str, quoted: str = "") -> tuple[str, int]:
 
 # --- numbers, dates and years -------------------------------------------------------------------
 
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        start=1,
-    )
-    for name in names
-}
-_MONTH = r"(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_MONTH = r"(?:" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DATE_FORMS = (
     (re.compile(r"\b(\d{4})-(\d\d)-(\d\d)\b"), ("y", "m", "d")),
     (
@@ -283,7 +264,7 @@ def _dates(text: str) -> set[date]:
     for pattern, order in _DATE_FORMS:
         for match in pattern.finditer(text):
             parts = dict(zip(order, match.groups(), strict=True))
-            month = int(parts["m"]) if "m" in parts else _MONTHS[parts["M"].lower().rstrip(".")]
+            month = int(parts["m"]) if "m" in parts else MONTHS[parts["M"].lower().rstrip(".")]
             try:
                 found.add(date(int(parts["y"]), month, int(parts["d"])))
             except ValueError:
@@ -368,11 +349,6 @@ _OPPOSITES = (
     ("enabled", "disabled"),
     ("allowed", "forbidden"),
 )
-
-
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
 
 
 def _words(text: str) -> list[str]:

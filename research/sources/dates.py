@@ -29,6 +29,7 @@ from typing import Any
 from lxml import etree
 
 from research.engine.contracts import DateSource
+from research.engine.text import MONTHS
 
 # Meta tags naming the publication date, most specific first (name, property or itemprop).
 _PUBLISHED_META = (
@@ -75,28 +76,7 @@ _BYLINE_MAX_CHARS = 160
 # page talks about.
 _EARLIEST_YEAR = 1991
 
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        start=1,
-    )
-    for name in names
-}
-_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _ISO = re.compile(r"(?<!\d)(?P<year>\d{4})[-/.](?P<mon>\d{1,2})[-/.](?P<day>\d{1,2})(?!\d)")
 _DAY_MONTH_YEAR = re.compile(
     rf"(?<!\d)(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\s*,?\s+(?P<year>\d{{4}})\b",
@@ -144,7 +124,7 @@ def parse_date(value: str, *, latest: date) -> date | None:
     for pattern in (_DAY_MONTH_YEAR, _MONTH_DAY_YEAR):
         match = pattern.search(value)
         if match:
-            month = _MONTHS[match["month"].lower()]
+            month = MONTHS[match["month"].lower()]
             return _valid(int(match["year"]), month, int(match["day"]), latest)
     return None
 
