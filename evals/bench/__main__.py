@@ -25,6 +25,7 @@ BENCHMARKS = (
     "extraction",
     "documents",
     "report_page",
+    "api_latency",
     "live_progress",
     "throughput",
 )
@@ -101,6 +102,15 @@ def _print_throughput(result: dict[str, Any]) -> None:
     )
 
 
+def _print_api_latency(result: dict[str, Any]) -> None:
+    for row in result["rows"]:
+        print(
+            f"  {row['endpoint']} at {row['evidence_rows']} evidence rows: p50 "
+            f"{row['p50_ms']} ms, p95 {row['p95_ms']} ms, {row['sql_queries']} SQL queries, "
+            f"{row['response_bytes']} bytes ({result['repeats']} requests)"
+        )
+
+
 def _run(name: str, web: Any, data_dir: Path, redis_url: str) -> dict[str, Any]:
     if name == "overhead":
         from evals.bench.overhead import measure
@@ -123,6 +133,10 @@ def _run(name: str, web: Any, data_dir: Path, redis_url: str) -> dict[str, Any]:
         from evals.bench.report_page import measure
 
         return measure()
+    if name == "api_latency":
+        from evals.bench.api_latency import measure
+
+        return measure()
     if name == "live_progress":
         from evals.bench.live_progress import measure
 
@@ -137,6 +151,7 @@ PRINTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "extraction": _print_extraction,
     "documents": _print_documents,
     "report_page": _print_report_page,
+    "api_latency": _print_api_latency,
     "live_progress": _print_live_progress,
     "throughput": _print_throughput,
 }
