@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -121,29 +122,52 @@ def test_manage_py_mcp_serves_the_sdk_client_over_stdio(command_line):  # noqa: 
     params = StdioServerParameters(
         command=sys.executable,
         args=["manage.py", "mcp", "--user", "demo"],
-        env=command_line.env,
+        # The embedded default: the server process works on the runs it starts.
+        env={**command_line.env, "EMBEDDED_WORKER": "true"},
         cwd=str(ROOT),
     )
+
+    async def poll(session: ClientSession, run_id: str, wanted: set[str]) -> dict:
+        for _ in range(240):
+            status = _data(await session.call_tool("get_status", {"run_id": run_id}))
+            if status["status"] in wanted:
+                return status
+            await asyncio.sleep(0.25)
+        raise AssertionError(f"run {run_id} is still {status['status']}")
 
     async def steps():
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             tools = {tool.name for tool in (await session.list_tools()).tools}
             started = _data(await session.call_tool("start_research", {"question": QUESTION}))
-            status = _data(await session.call_tool("get_status", {"run_id": started["run_id"]}))
+            run_id = started["run_id"]
+            waiting = await poll(session, run_id, {"awaiting_approval"})
+            await session.call_tool(
+                "approve_plan", {"run_id": run_id, "version": waiting["plan_version"]}
+            )
+            done = await poll(session, run_id, {"completed", "budget_exhausted", "failed"})
+            report = _data(await session.call_tool("get_report", {"run_id": run_id}))
             recent = _data(await session.call_tool("list_recent_runs", {"limit": 5}))
-            return tools, started, status, recent
+            return tools, started, done, report, recent
 
-    tools, started, status, recent = asyncio.run(steps())
+    tools, started, done, report, recent = asyncio.run(steps())
     assert "start_research" in tools and "get_report" in tools
-    assert status["run_id"] == started["run_id"]
+    assert done["status"] in ("completed", "budget_exhausted"), done
     assert started["run_id"] in [item["run_id"] for item in recent]
-    # The run is durable: it is in the server's database after the server has gone.
-    assert command_line.run_status(started["run_id"]) in (
-        "created",
-        "planning",
-        "awaiting_approval",
-    )
+    # Every citation is an excerpt found at its place in the stored source, in the database
+    # the server process wrote (the run outlives the server).
+    assert report["citations"]
+    with sqlite3.connect(command_line.data_dir / "db.sqlite3") as db:
+        for citation in report["citations"]:
+            locator, snapshot = db.execute(
+                "SELECT e.locator, s.snapshot_text FROM research_researchevidence e "
+                "JOIN research_researchsource s ON s.id = e.source_id WHERE e.id = ?",
+                [citation["evidence_ids"][0]],
+            ).fetchone()
+            place = json.loads(locator)
+            located = snapshot[place["start"] : place["end"]]
+            assert normalize_for_matching(located) == normalize_for_matching(citation["excerpt"])
+    assert command_line.run_status(started["run_id"]) == done["status"]
 
 
 def _http_factory(app):
@@ -203,3 +227,46 @@ def test_streamable_http_at_mcp_with_bearer_tokens(owner, outsider):
     api_token_revoke(user=owner, token_id=token.pk)
     revoked = asyncio.run(raw({"Authorization": f"Bearer {secret}"}))
     assert revoked.status_code == 401
+
+
+def test_research_over_streamable_http_with_verified_citations(owner, web):
+    from django.core.asgi import get_asgi_application
+    from mcp.client.streamable_http import streamable_http_client
+
+    from research.api.mcp_http import with_mcp
+
+    application = with_mcp(get_asgi_application())
+    _, secret = api_token_create(user=owner, name="http research agent")
+
+    async def steps():
+        client = _http_factory(application)(headers={"Authorization": f"Bearer {secret}"})
+        async with (
+            client,
+            streamable_http_client("http://testserver/mcp", http_client=client) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            started = _data(await session.call_tool("start_research", {"question": QUESTION}))
+            run_id = started["run_id"]
+            await asyncio.to_thread(advance_run, run_id)
+            status = _data(await session.call_tool("get_status", {"run_id": run_id}))
+            assert status["status"] == "awaiting_approval", status
+            await session.call_tool(
+                "approve_plan", {"run_id": run_id, "version": status["plan_version"]}
+            )
+            await asyncio.to_thread(advance_run, run_id)
+            done = _data(await session.call_tool("get_status", {"run_id": run_id}))
+            report = _data(await session.call_tool("get_report", {"run_id": run_id}))
+            return run_id, done, report
+
+    with override_settings(**web.django_settings()):
+        run_id, done, report = asyncio.run(steps())
+    assert done["status"] in ("completed", "budget_exhausted"), done["outcome"]
+    assert report["citations"]
+    rows = {
+        r.pk: r for r in ResearchEvidence.objects.filter(run_id=run_id).select_related("source")
+    }
+    for citation in report["citations"]:
+        row = rows[citation["evidence_ids"][0]]
+        located = row.source.snapshot_text[row.locator["start"] : row.locator["end"]]
+        assert normalize_for_matching(located) == normalize_for_matching(citation["excerpt"])

@@ -33,4 +33,9 @@ class Command(BaseCommand):
             person = User.objects.filter(username=user, is_active=True).first()
             if person is None:
                 raise CommandError(f"No active user is called {user!r}.")
+        # In the embedded mode (no Redis) runs are worked on inside this process, as in the
+        # web server's; with Redis the rundramatiq workers take them.
+        from config.worker import start_embedded_worker
+
+        start_embedded_worker()
         build_server(person, row).run("stdio")
