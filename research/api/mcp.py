@@ -18,7 +18,7 @@ from mcp.server.fastmcp import FastMCP
 
 from accounts.models import ApiToken, User
 from research import services
-from research.api import endpoints
+from research.api import base, reads
 from research.api.errors import ApiError
 from research.models import ResearchRun, ResearchSource, ResearchStep
 
@@ -97,7 +97,7 @@ def build_server(user: User, token: ApiToken | None = None) -> FastMCP:
         return _status(run)
 
     def _status(run: ResearchRun) -> dict:
-        out = endpoints.run_out(caller, run)
+        out = base.run_out(caller, run)
         steps = ResearchStep.objects.filter(run=run).order_by("-created_at")[:5]
         return {
             "run_id": str(run.pk),
@@ -113,12 +113,12 @@ def build_server(user: User, token: ApiToken | None = None) -> FastMCP:
 
     @_guard
     def status(run_id: str) -> dict:
-        return _status(endpoints._run(caller, run_id))
+        return _status(base._run(caller, run_id))
 
     @_guard
     def approve(run_id: str, version: int) -> dict:
         _writable(caller)
-        run = endpoints._run(caller, run_id, need="control")
+        run = base._run(caller, run_id, need="control")
         # QueueUnavailable: approved and committed; the reaper queues it when the broker is back.
         with contextlib.suppress(services.QueueUnavailable):
             services.plan_approve(run=run, expected_version=version)
@@ -126,10 +126,8 @@ def build_server(user: User, token: ApiToken | None = None) -> FastMCP:
 
     @_guard
     def report(run_id: str) -> dict:
-        run = endpoints._run(caller, run_id)
-        out = endpoints._report_out(
-            caller, run, lambda eid: f"/api/v1/runs/{run.pk}/evidence/{eid}"
-        )
+        run = base._run(caller, run_id)
+        out = reads._report_out(caller, run, lambda eid: f"/api/v1/runs/{run.pk}/evidence/{eid}")
         return {
             "run_id": str(run.pk),
             "status": run.status,
@@ -149,9 +147,7 @@ def build_server(user: User, token: ApiToken | None = None) -> FastMCP:
 
     @_guard
     def recent(limit: int) -> list[dict]:
-        runs = (
-            endpoints._visible_runs(caller).select_related("owner", "team").order_by("-created_at")
-        )
+        runs = base._visible_runs(caller).select_related("owner", "team").order_by("-created_at")
         return [
             {
                 "run_id": str(r.pk),
@@ -164,7 +160,7 @@ def build_server(user: User, token: ApiToken | None = None) -> FastMCP:
 
     @_guard
     def sources(run_id: str, limit: int) -> list[dict]:
-        run = endpoints._run(caller, run_id)
+        run = base._run(caller, run_id)
         rows = ResearchSource.objects.filter(run=run).defer(
             "snapshot_text", "snapshot_blocks", "metadata"
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evals.bench.report_page import build_run
-from evals.scoring import citation_problem, excerpt_verified
+from evals.matching import citation_problem, excerpt_verified
 from research.cli.run_document import build_run_document
 from research.engine.contracts import Report, ReportSection, Statement
 from research.models import ResearchRun, ResearchSource

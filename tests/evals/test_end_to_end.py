@@ -9,7 +9,7 @@ from evals.backends import LIFTED_ADDRESS, MISSING_EVIDENCE_ID, model_factory
 from evals.environment import BENCHMARK_RUNS_PER_HOUR
 from evals.gates import aggregate, evaluate_gates, load_committed
 from evals.harness import run_task, web_reference
-from evals.scoring import source_name
+from evals.matching import source_name
 from evals.taskset import load_tasks
 from tests.fixtures.real_docs.hostile import hostile_pages
 

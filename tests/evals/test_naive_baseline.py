@@ -8,6 +8,7 @@ import pytest
 from django.test import override_settings
 
 from evals.harness import run_naive_task, web_reference
+from evals.matching import source_name
 from evals.naive_baseline import (
     QUOTED_SENTENCES,
     TOP_PAGES,
@@ -16,7 +17,6 @@ from evals.naive_baseline import (
     tokens,
     top_sentences,
 )
-from evals.scoring import source_name
 from evals.taskset import load_tasks
 
 SNAPSHOT = (

@@ -7,15 +7,8 @@ from typing import Any
 import pytest
 
 from evals.gates import aggregate, evaluate_gates
-from evals.scoring import (
-    HostileText,
-    Observation,
-    WebReference,
-    overlaps_passage,
-    score_run,
-    states,
-    states_pattern,
-)
+from evals.matching import overlaps_passage, states, states_pattern
+from evals.scoring import HostileText, Observation, WebReference, score_run
 from evals.taskset import Task
 
 RUN = "run-1"

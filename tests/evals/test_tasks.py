@@ -8,7 +8,7 @@ from functools import cache
 
 import pytest
 
-from evals.scoring import normalize_text
+from evals.matching import normalize_text
 from evals.taskset import (
     CATEGORIES,
     QUESTION_TYPES,
