@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models.functions import Length
 from django.utils import timezone
 
+from research.engine.contracts import SourceSummary
 from research.engine.guards import StopReason
 from research.engine.outcomes import STATUS_LABELS, Outcome, run_outcome
 from research.engine.states import RunStatus
@@ -306,6 +307,17 @@ class ResearchSource(models.Model):
 
     def __str__(self) -> str:
         return self.title or self.canonical_url or self.url
+
+    def summary(self) -> SourceSummary:
+        """The source as the report renderer names it (title, address, publisher, date, class)."""
+        return SourceSummary(
+            id=str(self.pk),
+            title=self.title,
+            url=self.canonical_url or self.url,
+            publisher=self.publisher or None,
+            published_at=self.published_at or None,
+            source_class=self.source_class,
+        )
 
 
 class ResearchEvidence(models.Model):

@@ -29,17 +29,7 @@ def _iso(value: Any) -> str | None:
 
 def source_summaries(sources: Iterable[ResearchSource]) -> dict[str, SourceSummary]:
     """Source metadata as the report renderer wants it, keyed by source id."""
-    return {
-        str(source.pk): SourceSummary(
-            id=str(source.pk),
-            title=source.title,
-            url=source.canonical_url or source.url,
-            publisher=source.publisher or None,
-            published_at=source.published_at or None,
-            source_class=source.source_class,
-        )
-        for source in sources
-    }
+    return {str(source.pk): source.summary() for source in sources}
 
 
 def render_run_markdown(run: ResearchRun) -> str | None:

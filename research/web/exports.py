@@ -344,18 +344,7 @@ def report_document(run: ResearchRun, *, evidence_url: EvidenceURL) -> ReportDoc
 
 
 def _source_summaries(rows: dict[str, ResearchEvidence]) -> dict[str, SourceSummary]:
-    summaries: dict[str, SourceSummary] = {}
-    for row in rows.values():
-        source = row.source
-        summaries[str(source.pk)] = SourceSummary(
-            id=str(source.pk),
-            title=source.title,
-            url=source.canonical_url or source.url,
-            publisher=source.publisher or None,
-            published_at=source.published_at or None,
-            source_class=source.source_class,
-        )
-    return summaries
+    return {str(row.source.pk): row.source.summary() for row in rows.values()}
 
 
 def report_markdown(run: ResearchRun) -> str | None:
