@@ -35,7 +35,7 @@ from research.engine.contracts import (
 )
 from research.engine.guards import fingerprint_query
 from research.engine.ports import ModelResult
-from research.llm.decompose import Decomposition, SubQuestion, decompose, search_queries
+from research.llm.decompose import Decomposition, SubQuestion, decompose
 from research.llm.extractive_report import write_extractive_report
 from research.llm.question_terms import (
     TermWeights,
@@ -43,6 +43,7 @@ from research.llm.question_terms import (
     question_terms,
     related_matches,
 )
+from research.llm.search_queries import search_queries
 from research.llm.selection import SUPPORTS_RELEVANCE, QuestionText, select_passages
 from research.llm.text import content_terms
 
