@@ -31,7 +31,8 @@ import trafilatura  # noqa: E402
 
 from research.sources.errors import SourceError  # noqa: E402
 from research.sources.extract import extract_document  # noqa: E402
-from research.sources.safe_fetch import FetchResponse, SafeFetcher  # noqa: E402
+from research.sources.responses import FetchResponse  # noqa: E402
+from research.sources.safe_fetch import SafeFetcher  # noqa: E402
 from tests.fixtures.frozen_web.server import serve_frozen_web  # noqa: E402
 
 BUDGET = 200_000

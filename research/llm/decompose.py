@@ -1,16 +1,17 @@
-"""Deterministic decomposition of a research question into sub-questions and search queries.
+"""Deterministic decomposition of a research question into sub-questions.
 
 Used by the extractive backend when no language model is configured. It reads the wording of
 the question: separate what/why/how parts, comparisons ("X vs Y", "compare X with Y",
 "difference between X and Y", "which is cheaper, X or Y"), listed facets or entities ("on cost,
 noise and emissions", "in France and Germany"), a time frame and places. It never invents
-topics the question does not name.
+topics the question does not name. The web searches for each sub-question are worded by
+:mod:`research.llm.search_queries`.
 """
 
 import re
 from dataclasses import dataclass, field
 
-from research.llm.text import QUESTION_FILLER, content_terms, fold, keywords, stem, word_set
+from research.llm.text import QUESTION_FILLER, content_terms, fold, word_set
 
 _WH = r"(?:what|why|how|when|where|who|whom|whose|which|whether)"
 _AUX = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|might|may)"
@@ -560,56 +561,3 @@ def decompose(objective: str, *, limit: int = 6) -> Decomposition:
         geographies=find_geographies(objective),
         timeframe=find_timeframe(objective),
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Search queries
-# --------------------------------------------------------------------------------------------
-
-_QUERY_WORDS = 10
-_QUERY_DROP = QUESTION_FILLER | {"known", "case", "context", "number", "amount", "since"}
-_EXPANSIONS = (
-    (re.compile(r"^why\b|\bcause|\breason|\bdriver", re.I), "causes"),
-    (re.compile(r"^how (?:much|many|large|big|often|long|fast)\b|\bnumber of\b", re.I), "figures"),
-    (re.compile(r"^how (?:do|does|did|is|are)\b.*\bwork", re.I), "explained"),
-    (re.compile(r"\bcompare\b|\bversus\b|\bvs\b|^which is\b", re.I), "comparison"),
-    (re.compile(r"^when\b", re.I), "date"),
-)
-
-
-def _query_words(text: str) -> list[str]:
-    words: list[str] = []
-    stems: set[str] = set()
-    for word in keywords(text, drop=_QUERY_DROP):
-        key = stem(fold(word))
-        if key not in stems:
-            stems.add(key)
-            words.append(word)
-    return words
-
-
-def search_queries(
-    question: str, *, objective: str = "", requires_primary: bool = False
-) -> list[str]:
-    """Up to three differently worded web searches for one sub-question, best first.
-
-    The first is the question's keywords; the second adds a word for the kind of answer wanted
-    (causes, figures, an official report…); the third anchors the keywords with terms of the
-    overall objective the sub-question lacks. They differ in content words, so the engine never
-    treats them as equivalent searches.
-    """
-    words = _query_words(question)[:_QUERY_WORDS] or _query_words(objective)[:_QUERY_WORDS]
-    base = " ".join(words)
-    queries = [base]
-    expansion = (
-        "official report"
-        if requires_primary
-        else next((word for pattern, word in _EXPANSIONS if pattern.search(question)), "report")
-    )
-    present = {stem(fold(word)) for word in words}
-    if not {stem(word) for word in expansion.split()} <= present:
-        queries.append(f"{base} {expansion}")
-    anchor = [word for word in _query_words(objective) if stem(fold(word)) not in present][:3]
-    if anchor:
-        queries.append(" ".join([*words[:6], *anchor]))
-    return [query[:300] for query in dict.fromkeys(q.strip() for q in queries) if query]

@@ -35,17 +35,16 @@ from research.engine.contracts import (
 )
 from research.engine.guards import fingerprint_query
 from research.engine.ports import ModelResult
-from research.llm.decompose import Decomposition, SubQuestion, decompose, search_queries
+from research.llm.decompose import Decomposition, SubQuestion, decompose
 from research.llm.extractive_report import write_extractive_report
-from research.llm.selection import (
-    SUPPORTS_RELEVANCE,
-    QuestionText,
+from research.llm.question_terms import (
     TermWeights,
     answer_type_terms,
     question_terms,
     related_matches,
-    select_passages,
 )
+from research.llm.search_queries import search_queries
+from research.llm.selection import SUPPORTS_RELEVANCE, QuestionText, select_passages
 from research.llm.text import content_terms
 
 QUESTION_LIMITS = {"quick": 4, "standard": 6, "thorough": 8}

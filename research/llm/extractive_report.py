@@ -20,14 +20,8 @@ from research.engine.contracts import (
     Statement,
     SynthesisRequest,
 )
-from research.llm.selection import (
-    NEAR_DUPLICATE,
-    SUPPORTS_RELEVANCE,
-    TermWeights,
-    answer_type_terms,
-    jaccard,
-    question_terms,
-)
+from research.llm.question_terms import TermWeights, answer_type_terms, jaccard, question_terms
+from research.llm.selection import NEAR_DUPLICATE, SUPPORTS_RELEVANCE
 from research.llm.text import content_terms
 
 MAX_FINDINGS_PER_QUESTION = 6

@@ -18,10 +18,11 @@ if TYPE_CHECKING:
     from research.sources.adapter import WebSourceAdapter
     from research.sources.config import SourcesConfig, sources_config_from_settings
     from research.sources.errors import SourceError
-    from research.sources.safe_fetch import FetchResponse, SafeFetcher
+    from research.sources.responses import FetchResponse
+    from research.sources.safe_fetch import SafeFetcher
 
 _EXPORTS = {
-    "FetchResponse": "research.sources.safe_fetch",
+    "FetchResponse": "research.sources.responses",
     "SafeFetcher": "research.sources.safe_fetch",
     "SourceError": "research.sources.errors",
     "SourcesConfig": "research.sources.config",

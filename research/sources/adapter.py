@@ -27,6 +27,7 @@ from research.engine.urls import (
 from research.sources.config import SourcesConfig
 from research.sources.errors import SourceError, blocked, failed
 from research.sources.extract import extract_document
+from research.sources.pinning import Resolver
 from research.sources.providers import SearchProvider, build_providers, provider_endpoints
 from research.sources.providers.duckduckgo import DdgsFactory
 from research.sources.resilience import (
@@ -35,7 +36,8 @@ from research.sources.resilience import (
     RetryPolicy,
     call_with_retries,
 )
-from research.sources.safe_fetch import FetchResponse, Resolver, SafeFetcher
+from research.sources.responses import FetchResponse
+from research.sources.safe_fetch import SafeFetcher
 from research.sources.search import SearchService
 
 logger = logging.getLogger(__name__)

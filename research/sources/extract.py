@@ -21,7 +21,7 @@ from research.engine.urls import (
 from research.sources.errors import blocked, unsupported
 from research.sources.extract_html import extract_html
 from research.sources.extract_pdf import extract_pdf
-from research.sources.safe_fetch import FetchResponse
+from research.sources.responses import FetchResponse
 from research.sources.snapshot import ExtractedText, SnapshotBuilder, bound_snapshot
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})

@@ -19,102 +19,73 @@ Every page fetch and every call to a search provider goes through
    on the wire and after decompression.
 
 Refusals and failures are ``SourceError``s with a sentence a user can act on.
+Beside it: ``pinning`` (DNS, pinned connections), ``fetch_urls`` (parsing URLs) and
+``responses`` (statuses, media types, bounded bodies).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import socket
 import ssl
 import threading
 import time
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 import certifi
 import httpcore
 import httpx
 
 from research.engine.ports import CandidateDrop
-from research.engine.retry import retry_after_seconds
 from research.sources.addresses import (
     METADATA_HOSTNAMES,
     HostAllowList,
-    InvalidHostError,
     IPAddress,
     forbidden_address_reason,
     forbidden_hostname_reason,
     forbidden_port_reason,
     is_metadata_address,
-    normalize_host,
-    parse_ip_host,
 )
 from research.sources.config import SourcesConfig
-from research.sources.deadlines import DeadlineNetworkBackend, FetchLimits
+from research.sources.deadlines import FetchLimits
 from research.sources.errors import SourceError, blocked, failed, unsupported
-
-Resolver = Callable[[str, int], Sequence[str]]
-"""Resolve ``(host, port)`` to IP address strings. Raise ``socket.gaierror`` when it fails."""
+from research.sources.fetch_urls import (
+    _display_host,
+    _display_url,
+    _ip_literal,
+    _megabytes,
+    _parse_url,
+    _redirect_target,
+    _url_host,
+    parsed_host_text,
+)
+from research.sources.pinning import (
+    _DNS_POOL,
+    Destination,
+    PinnedTransport,
+    Resolver,
+    _is_certificate_error,
+    static_hosts_resolver,
+    system_resolver,
+)
+from research.sources.responses import (
+    _SNIFF_BYTES,
+    _UNTYPED,
+    PAGE_MEDIA_TYPES,
+    FetchResponse,
+    _content_length,
+    _content_type,
+    _Decoder,
+    _raise_for_status,
+    _sniff,
+)
 
 RedirectGuard = Callable[[str], None]
 """Called with every URL before it is requested; raises ``SourceError`` to refuse it."""
 
-PAGE_MEDIA_TYPES: frozenset[str] = frozenset(
-    {"text/html", "application/xhtml+xml", "text/plain", "application/pdf"}
-)
-JSON_MEDIA_TYPES: frozenset[str] = frozenset({"application/json"})
-XML_MEDIA_TYPES: frozenset[str] = frozenset({"application/atom+xml", "application/xml", "text/xml"})
-
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-_RETRYABLE_STATUSES = frozenset({408, 429, 502, 503, 504})
-_SNIFF_BYTES = 1024
-_UNTYPED = frozenset({"", "application/octet-stream", "binary/octet-stream", "application/unknown"})
-_BINARY_MAGIC = (
-    b"\x89PNG",
-    b"GIF8",
-    b"\xff\xd8\xff",
-    b"PK\x03\x04",
-    b"\x1f\x8b",
-    b"BZh",
-    b"7z\xbc\xaf",
-    b"Rar!",
-    b"\x7fELF",
-    b"MZ",
-    b"RIFF",
-    b"OggS",
-    b"ID3",
-    b"\x00\x00\x01\x00",
-    b"wOFF",
-)
-
-
-@dataclass(frozen=True)
-class FetchResponse:
-    """A successful response with a bounded body.
-
-    ``content`` is the decoded (decompressed) body, at most the byte cap long;
-    ``truncated`` says the cap cut it short. ``media_type`` is the declared type
-    (or the sniffed one when the server sent none) without parameters.
-    """
-
-    requested_url: str
-    final_url: str
-    status_code: int
-    headers: httpx.Headers
-    media_type: str
-    charset: str | None
-    content: bytes
-    truncated: bool
-    wire_bytes: int
-    redirects: tuple[str, ...] = ()
-    retrieved_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
 class _Refused(SourceError):
@@ -123,210 +94,6 @@ class _Refused(SourceError):
     def __init__(self, drop: CandidateDrop, reason: str) -> None:
         super().__init__("blocked", reason)
         self.drop = drop
-
-
-@dataclass(frozen=True)
-class Destination:
-    """A URL that passed every check, with the addresses its connection is pinned to."""
-
-    url: httpx.URL
-    host: str
-    port: int
-    addresses: tuple[IPAddress, ...]
-    allow_listed: bool
-
-
-# --------------------------------------------------------------------------------------------
-# DNS
-# --------------------------------------------------------------------------------------------
-
-_DNS_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dns")
-
-
-def system_resolver() -> Resolver:
-    """A resolver backed by ``getaddrinfo``.
-
-    ``getaddrinfo`` cannot be interrupted, so the fetcher runs every resolver
-    on a small thread pool and stops waiting when its time limit is up.
-    """
-
-    def resolve(host: str, port: int) -> list[str]:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        addresses: dict[str, None] = {}
-        for _family, _type, _proto, _canon, sockaddr in infos:
-            addresses[str(sockaddr[0])] = None
-        return list(addresses)
-
-    return resolve
-
-
-def static_hosts_resolver(static_hosts: Mapping[str, str], fallback: Resolver) -> Resolver:
-    """Answer listed names (``name`` or ``*.suffix``) from a fixed map, others via ``fallback``."""
-    exact = {name: address for name, address in static_hosts.items() if not name.startswith("*.")}
-    suffixes = [
-        (name[1:], address) for name, address in static_hosts.items() if name.startswith("*.")
-    ]
-
-    def resolve(host: str, port: int) -> Sequence[str]:
-        if host in exact:
-            return [exact[host]]
-        for suffix, address in suffixes:
-            if host.endswith(suffix):
-                return [address]
-        return fallback(host, port)
-
-    return resolve
-
-
-# --------------------------------------------------------------------------------------------
-# Pinned connections
-# --------------------------------------------------------------------------------------------
-
-
-class PinnedNetworkBackend(httpcore.NetworkBackend):
-    """Connects to the checked addresses of a host instead of resolving it again.
-
-    httpcore asks for ``connect_tcp(host_name, port)`` and later wraps the socket
-    in TLS with ``server_hostname=host_name``; this backend swaps only the
-    address, so SNI and certificate verification still use the name. A host
-    without pinned addresses cannot be connected to at all.
-    """
-
-    def __init__(self, pins: Mapping[str, Sequence[str]], inner: httpcore.NetworkBackend) -> None:
-        self._pins = pins
-        self._inner = inner
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        addresses = self._pins.get(host)
-        if not addresses:
-            raise httpcore.ConnectError(f"{host} has no checked address to connect to.")
-        last_error: Exception | None = None
-        for address in addresses:
-            try:
-                return self._inner.connect_tcp(
-                    address,
-                    port,
-                    timeout=timeout,
-                    local_address=local_address,
-                    socket_options=socket_options,
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                last_error = exc
-        assert last_error is not None  # the loop ran at least once
-        raise last_error
-
-    def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore.NetworkStream:
-        raise httpcore.ConnectError("Unix sockets are never used for fetching.")
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
-
-
-_HTTPCORE_TO_HTTPX: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
-    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
-    (httpcore.ReadTimeout, httpx.ReadTimeout),
-    (httpcore.WriteTimeout, httpx.WriteTimeout),
-    (httpcore.PoolTimeout, httpx.PoolTimeout),
-    (httpcore.TimeoutException, httpx.TimeoutException),
-    (httpcore.ConnectError, httpx.ConnectError),
-    (httpcore.ReadError, httpx.ReadError),
-    (httpcore.WriteError, httpx.WriteError),
-    (httpcore.NetworkError, httpx.NetworkError),
-    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
-    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
-    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
-    (httpcore.ProtocolError, httpx.ProtocolError),
-)
-
-
-@contextlib.contextmanager
-def _httpx_errors() -> Iterator[None]:
-    try:
-        yield
-    except httpx.TransportError:
-        raise
-    except Exception as exc:
-        for source, target in _HTTPCORE_TO_HTTPX:
-            if isinstance(exc, source):
-                raise target(str(exc)) from exc
-        raise
-
-
-class _PinnedResponseStream(httpx.SyncByteStream):
-    def __init__(self, stream: Iterable[bytes]) -> None:
-        self._stream = stream
-
-    def __iter__(self) -> Iterator[bytes]:
-        with _httpx_errors():
-            yield from self._stream
-
-    def close(self) -> None:
-        close = getattr(self._stream, "close", None)
-        if close is not None:
-            close()
-
-
-class PinnedTransport(httpx.BaseTransport):
-    """An httpx transport whose connections go only to pre-checked addresses.
-
-    ``pins`` maps a host name (exactly as it appears in request URLs) to the
-    addresses that passed the checks; it may grow while the transport lives,
-    as redirects reach new hosts. ``limits`` bounds every socket operation.
-    """
-
-    def __init__(
-        self,
-        pins: Mapping[str, Sequence[str]],
-        *,
-        ssl_context: ssl.SSLContext,
-        network_backend: httpcore.NetworkBackend | None = None,
-        limits: FetchLimits | None = None,
-    ) -> None:
-        backend = network_backend or httpcore.SyncBackend()
-        if limits is not None:
-            backend = DeadlineNetworkBackend(backend, limits)
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=ssl_context,
-            max_connections=4,
-            http1=True,
-            http2=False,
-            retries=0,
-            network_backend=PinnedNetworkBackend(pins, backend),
-        )
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        core_request = httpcore.Request(
-            method=request.method,
-            url=httpcore.URL(
-                scheme=request.url.raw_scheme,
-                host=request.url.raw_host,
-                port=request.url.port,
-                target=request.url.raw_path,
-            ),
-            headers=request.headers.raw,
-            content=request.stream,  # type: ignore[arg-type]
-            extensions=request.extensions,
-        )
-        with _httpx_errors():
-            response = self._pool.handle_request(core_request)
-        return httpx.Response(
-            status_code=response.status,
-            headers=response.headers,
-            stream=_PinnedResponseStream(response.stream),  # type: ignore[arg-type]
-            extensions=response.extensions,
-        )
-
-    def close(self) -> None:
-        self._pool.close()
 
 
 # --------------------------------------------------------------------------------------------
@@ -830,226 +597,3 @@ def safe_fetch(
 ) -> FetchResponse:
     """Fetch one page with a throw-away ``SafeFetcher`` (see ``SafeFetcher.fetch``)."""
     return SafeFetcher(config, resolver=resolver).fetch(url, redirect_guard=redirect_guard)
-
-
-# --------------------------------------------------------------------------------------------
-# Helpers
-# --------------------------------------------------------------------------------------------
-
-
-def _parse_url(url: str | httpx.URL) -> httpx.URL:
-    if isinstance(url, httpx.URL):
-        parsed = url
-    else:
-        text = str(url).strip()
-        if any(ord(char) < 0x20 or ord(char) == 0x7F for char in text):
-            raise blocked("The address contains control characters and was not fetched.")
-        try:
-            parsed = httpx.URL(text)
-        except (httpx.InvalidURL, ValueError, TypeError):
-            raise blocked(_invalid_url_reason(text)) from None
-    if parsed.scheme not in ("http", "https"):
-        scheme = parsed.scheme or "a relative address"
-        raise blocked(f"Only public http(s) pages can be fetched, not {scheme}: addresses.")
-    if parsed.userinfo:
-        raise blocked(
-            "The address contains a user name or password; such addresses are never fetched."
-        )
-    if not parsed.raw_host:
-        raise blocked("The address has no host name.")
-    return parsed
-
-
-def _invalid_url_reason(text: str) -> str:
-    """Explain an address httpx cannot parse, naming the real target when it is a disguised IP."""
-    generic = f"{_clip(text)} is not a valid web address."
-    try:
-        host = urlsplit(text).hostname
-        if not host:
-            return generic
-        ip = parse_ip_host(normalize_host(host))
-    except (InvalidHostError, ValueError):
-        return generic
-    reason = forbidden_address_reason(ip) if ip is not None else None
-    return f"{generic[:-1]}: its host means {ip}, {reason}." if reason else generic
-
-
-def parsed_host_text(url: str | httpx.URL) -> str:
-    """The host of ``url`` as written (without brackets), for messages."""
-    try:
-        parsed = url if isinstance(url, httpx.URL) else httpx.URL(str(url).strip())
-        return parsed.raw_host.decode("ascii", "replace")
-    except (httpx.InvalidURL, ValueError, TypeError):
-        return str(url)
-
-
-def _url_host(parsed: httpx.URL) -> str:
-    try:
-        return normalize_host(parsed.raw_host.decode("ascii"))
-    except (InvalidHostError, UnicodeDecodeError) as exc:
-        raise blocked(f"The address has an invalid host name: {exc}") from None
-
-
-def _ip_literal(host: str) -> IPAddress | None:
-    try:
-        return parse_ip_host(host)
-    except InvalidHostError as exc:
-        raise blocked(f"{exc} Such addresses are never fetched.") from None
-
-
-def _redirect_target(base: httpx.URL, location: str) -> httpx.URL:
-    try:
-        return base.join(location.strip())
-    except (httpx.InvalidURL, ValueError):
-        raise failed(f"{_display_url(base)} redirected to an invalid address.") from None
-
-
-def _raise_for_status(response: httpx.Response, shown: str) -> None:
-    status = response.status_code
-    if response.headers.get("cf-mitigated", "").lower() == "challenge":
-        raise unsupported(
-            f"{shown} answered with an access challenge (CAPTCHA) instead of the page; "
-            "it cannot be read automatically."
-        )
-    if 200 <= status < 300:
-        if status == 204:
-            raise failed(f"{shown} returned no content (HTTP 204).", status=status)
-        return
-    if status in _RETRYABLE_STATUSES:
-        retry_after = retry_after_seconds(response.headers)
-        what = "is rate limiting requests" if status == 429 else "is temporarily unavailable"
-        raise failed(
-            f"{shown} {what} (HTTP {status}).",
-            retryable=True,
-            retry_after=retry_after,
-            status=status,
-        )
-    if status in (401, 403, 407, 451):
-        raise SourceError(
-            "blocked",
-            f"{shown} refused access (HTTP {status}); it may need a login or block automated readers.",
-            status=status,
-        )
-    if status in (404, 410):
-        raise failed(f"{shown} was not found (HTTP {status}).", status=status)
-    raise failed(f"{shown} answered with HTTP {status}.", status=status)
-
-
-def _content_type(header: str) -> tuple[str, str | None]:
-    media_type, _, params = header.partition(";")
-    charset = None
-    for param in params.split(";"):
-        key, _, value = param.strip().partition("=")
-        if key.lower() == "charset" and value:
-            charset = value.strip().strip('"').lower()
-    return media_type.strip().lower(), charset
-
-
-def _content_length(headers: httpx.Headers) -> int | None:
-    value = headers.get("content-length", "")
-    return int(value) if value.isdigit() else None
-
-
-def _sniff(declared: str, head: bytes, shown: str, media_types: frozenset[str]) -> str:
-    """Check the first bytes against the declared type; return the type to use."""
-    is_pdf = head.startswith(b"%PDF-")
-    binary = not is_pdf and (
-        head.startswith(_BINARY_MAGIC)
-        or (b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff")))
-    )
-    if declared == "application/pdf":
-        if not is_pdf:
-            raise unsupported(f"{shown} claims to be a PDF but its content is not one.")
-        return declared
-    if is_pdf and "application/pdf" in media_types:
-        return "application/pdf"
-    if binary:
-        raise unsupported(
-            f"{shown} sent binary data (declared as {declared or 'nothing'}), which cannot be read as text."
-        )
-    if declared in _UNTYPED:
-        stripped = head.lstrip()[:200].lower()
-        return "text/html" if stripped.startswith((b"<!doctype", b"<html", b"<")) else "text/plain"
-    return declared
-
-
-class _Decoder:
-    """Content-Encoding decoder that never produces more than it is asked for.
-
-    zlib's ``max_length`` bounds the output of every call, so a small
-    compressed body that would expand to gigabytes stops at the cap.
-    """
-
-    def __init__(self, encoding: str, shown: str) -> None:
-        self._shown = shown
-        name = encoding.strip().lower()
-        if name in ("", "identity"):
-            self._zlib = None
-        elif name in ("gzip", "x-gzip"):
-            self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        elif name == "deflate":
-            # Servers send both zlib-wrapped and raw deflate under this name.
-            self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 32)
-            self._raw_fallback = True
-        else:
-            raise unsupported(
-                f"{shown} compressed its response with {name!r}, which is not supported."
-            )
-        self._first = True
-
-    def feed(self, data: bytes, room: int) -> tuple[bytes, bool]:
-        """Decode ``data``; return at most ``room`` bytes and whether more was left over."""
-        if self._zlib is None:
-            return data[:room], len(data) > room
-        try:
-            out = self._zlib.decompress(data, room + 1)
-        except zlib.error:
-            if self._first and getattr(self, "_raw_fallback", False):
-                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
-                self._first = False
-                return self.feed(data, room)
-            raise failed(f"{self._shown} sent corrupt compressed data.") from None
-        self._first = False
-        over = len(out) > room or bool(self._zlib.unconsumed_tail)
-        return out[:room], over
-
-    def flush(self, room: int) -> bytes:
-        if self._zlib is None:
-            return b""
-        try:
-            return self._zlib.flush()[:room]
-        except zlib.error:
-            raise failed(f"{self._shown} sent corrupt compressed data.") from None
-
-
-def _is_certificate_error(exc: BaseException) -> bool:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(
-            current
-        ):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
-
-
-def _display_host(host: str, port: int) -> str:
-    shown = f"[{host}]" if ":" in host else host
-    return shown if port in (80, 443) else f"{shown}:{port}"
-
-
-def _display_url(url: str | httpx.URL) -> str:
-    text = str(url)
-    if isinstance(url, httpx.URL):
-        text = str(url.copy_with(query=None, fragment=None))
-    return _clip(text)
-
-
-def _clip(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _megabytes(count: int) -> str:
-    return f"{count / (1024 * 1024):.1f} MB"

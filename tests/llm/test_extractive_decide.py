@@ -107,7 +107,7 @@ def test_finishes_when_every_question_has_what_the_finish_gate_needs():
 
 def test_finishes_when_nothing_untried_remains():
     plan = make_plan("What do heat pumps cost to run?")
-    from research.llm.decompose import search_queries
+    from research.llm.search_queries import search_queries
 
     recent = search_queries(plan.questions[0].text, objective=plan.objective)
 
@@ -148,7 +148,7 @@ def test_supporting_questions_come_after_required_ones_and_get_one_search():
 def test_with_searches_used_up_the_best_weak_match_is_read_rather_than_nothing():
     question = "On what date did toxin levels in Lake Tessaly peak in 2023?"
     plan = make_plan(question, objective=question)
-    from research.llm.decompose import search_queries
+    from research.llm.search_queries import search_queries
 
     tried = search_queries(question, objective=question)
     candidates = [

@@ -5,7 +5,8 @@ from pathlib import Path
 
 from research.engine.contracts import EXCERPT_MAX_CHARS
 from research.llm.extractive import ExtractiveModelClient
-from research.llm.selection import NEAR_DUPLICATE, jaccard
+from research.llm.question_terms import jaccard
+from research.llm.selection import NEAR_DUPLICATE
 from research.llm.text import content_terms, segment_text
 from tests.llm.factories import extraction_request
 

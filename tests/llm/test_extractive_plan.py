@@ -1,7 +1,8 @@
 """The extractive planner: sub-questions from the wording of the question."""
 
-from research.llm.decompose import decompose, find_geographies, find_timeframe, search_queries
+from research.llm.decompose import decompose, find_geographies, find_timeframe
 from research.llm.extractive import ExtractiveModelClient
+from research.llm.search_queries import search_queries
 from tests.llm.factories import plan_request
 
 

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from research.sources.errors import SourceError
-from research.sources.safe_fetch import JSON_MEDIA_TYPES, SafeFetcher
+from research.sources.responses import JSON_MEDIA_TYPES
+from research.sources.safe_fetch import SafeFetcher
 from tests.fixtures.frozen_web.server import FrozenWeb
 
 

@@ -13,7 +13,7 @@ from research.engine.identifiers import arxiv_id_from_path
 from research.sources.errors import failed
 from research.sources.providers.base import ProviderClient, SearchHit, SearchRequest
 from research.sources.providers.scholarly import build_metadata, scholarly_hit
-from research.sources.safe_fetch import XML_MEDIA_TYPES
+from research.sources.responses import XML_MEDIA_TYPES
 
 MAX_RESULTS = 50
 MAX_TERMS = 8

@@ -13,7 +13,8 @@ from typing import Any, Protocol
 from research.engine.contracts import ScholarlyMetadata
 from research.engine.urls import is_http_url
 from research.sources.errors import SourceError, failed
-from research.sources.safe_fetch import JSON_MEDIA_TYPES, SafeFetcher
+from research.sources.responses import JSON_MEDIA_TYPES
+from research.sources.safe_fetch import SafeFetcher
 from research.sources.snapshot import normalize_inline
 
 MAX_RESPONSE_BYTES = 2 * 1024 * 1024

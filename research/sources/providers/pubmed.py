@@ -23,7 +23,7 @@ from research.sources.providers.scholarly import (
     pmid_of,
     scholarly_hit,
 )
-from research.sources.safe_fetch import XML_MEDIA_TYPES
+from research.sources.responses import XML_MEDIA_TYPES
 
 # E-utilities allow 10,000 ids per esearch; a search never asks for more than a few dozen.
 MAX_RETMAX = 10_000

@@ -1,0 +1,58 @@
+"""Web searches for one sub-question of the extractive backend's plan, without a model.
+
+``search_queries`` words up to three differently worded searches from the sub-question's
+keywords: as they stand, with a word for the kind of answer wanted, and anchored with terms of
+the overall objective (see its docstring). The plan itself is :mod:`research.llm.decompose`.
+"""
+
+import re
+
+from research.llm.text import QUESTION_FILLER, fold, keywords, stem
+
+_QUERY_WORDS = 10
+_QUERY_DROP = QUESTION_FILLER | {"known", "case", "context", "number", "amount", "since"}
+_EXPANSIONS = (
+    (re.compile(r"^why\b|\bcause|\breason|\bdriver", re.I), "causes"),
+    (re.compile(r"^how (?:much|many|large|big|often|long|fast)\b|\bnumber of\b", re.I), "figures"),
+    (re.compile(r"^how (?:do|does|did|is|are)\b.*\bwork", re.I), "explained"),
+    (re.compile(r"\bcompare\b|\bversus\b|\bvs\b|^which is\b", re.I), "comparison"),
+    (re.compile(r"^when\b", re.I), "date"),
+)
+
+
+def _query_words(text: str) -> list[str]:
+    words: list[str] = []
+    stems: set[str] = set()
+    for word in keywords(text, drop=_QUERY_DROP):
+        key = stem(fold(word))
+        if key not in stems:
+            stems.add(key)
+            words.append(word)
+    return words
+
+
+def search_queries(
+    question: str, *, objective: str = "", requires_primary: bool = False
+) -> list[str]:
+    """Up to three differently worded web searches for one sub-question, best first.
+
+    The first is the question's keywords; the second adds a word for the kind of answer wanted
+    (causes, figures, an official report…); the third anchors the keywords with terms of the
+    overall objective the sub-question lacks. They differ in content words, so the engine never
+    treats them as equivalent searches.
+    """
+    words = _query_words(question)[:_QUERY_WORDS] or _query_words(objective)[:_QUERY_WORDS]
+    base = " ".join(words)
+    queries = [base]
+    expansion = (
+        "official report"
+        if requires_primary
+        else next((word for pattern, word in _EXPANSIONS if pattern.search(question)), "report")
+    )
+    present = {stem(fold(word)) for word in words}
+    if not {stem(word) for word in expansion.split()} <= present:
+        queries.append(f"{base} {expansion}")
+    anchor = [word for word in _query_words(objective) if stem(fold(word)) not in present][:3]
+    if anchor:
+        queries.append(" ".join([*words[:6], *anchor]))
+    return [query[:300] for query in dict.fromkeys(q.strip() for q in queries) if query]
