@@ -23,7 +23,7 @@ from research.engine.contracts import (
 )
 from research.engine.ports import ModelError
 from research.engine.support import Support, check_support, clean_statement
-from research.engine.urls import UnsupportedURLError, normalize_url
+from research.engine.urls import safe_source_url
 
 UNSUPPORTED_LABEL = "Not supported by verified evidence:"
 MISMATCH_LABEL = "Not borne out by its cited excerpts:"
@@ -406,16 +406,6 @@ def number_citations(report: Report, *, evidence: Mapping[str, Evidence]) -> Cit
 # --------------------------------------------------------------------------------------------
 # Rendering
 # --------------------------------------------------------------------------------------------
-
-
-def safe_source_url(url: str | None) -> str | None:
-    """The normalised http(s) form of a source URL, or ``None`` when it may not be linked."""
-    if not url:
-        return None
-    try:
-        return normalize_url(url)
-    except UnsupportedURLError:
-        return None
 
 
 def evidence_anchor(evidence_id: str) -> str:

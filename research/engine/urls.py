@@ -555,3 +555,13 @@ def _entry(text: str) -> PolicyEntry:
         return parse_policy_entry(text)
     except InvalidPolicyEntry:
         return PolicyEntry(host="", port=0, is_address=True)
+
+
+def safe_source_url(url: str | None) -> str | None:
+    """The normalised http(s) form of a source URL, or ``None`` when it may not be linked."""
+    if not url:
+        return None
+    try:
+        return normalize_url(url)
+    except UnsupportedURLError:
+        return None

@@ -32,7 +32,7 @@ from research.engine.identifiers import (
     parse_arxiv_id,
     title_key,
 )
-from research.engine.urls import UnsupportedURLError, normalize_url
+from research.engine.urls import safe_source_url
 
 __all__ = [
     "STRONG_KINDS",
@@ -144,30 +144,21 @@ def work_identity(candidate: SearchCandidate) -> WorkIdentity:
     return WorkIdentity(**found, title_key=weakest)
 
 
-def _normalized(url: str | None) -> str | None:
-    if not url:
-        return None
-    try:
-        return normalize_url(url)
-    except UnsupportedURLError:
-        return None
-
-
 def _candidate_variants(candidate: SearchCandidate) -> list[CandidateVariant]:
     """Every address a result names, with the providers behind it."""
     if candidate.variants:
         return list(candidate.variants)
     providers = list(candidate.provider_ranks) or [candidate.provider]
     metadata = candidate.scholarly
-    full_text = _normalized(metadata.full_text_url) if metadata else None
-    own = _normalized(candidate.url) or candidate.url.strip()
+    full_text = safe_source_url(metadata.full_text_url) if metadata else None
+    own = safe_source_url(candidate.url) or candidate.url.strip()
     variants = [
         CandidateVariant(
             url=own, role="full_text" if own == full_text else "landing", providers=providers
         )
     ]
     if metadata:
-        landing = _normalized(metadata.landing_url)
+        landing = safe_source_url(metadata.landing_url)
         if landing and landing != own:
             variants.append(CandidateVariant(url=landing, role="landing", providers=providers))
         if full_text and full_text != own:

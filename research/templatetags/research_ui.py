@@ -17,8 +17,8 @@ from django import template
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from research.engine.citations import safe_source_url
 from research.engine.states import RunStatus
+from research.engine.urls import safe_source_url
 
 register = template.Library()
 

@@ -26,7 +26,6 @@ from research.engine.citations import (
     escape_markdown,
     number_citations,
     render_markdown,
-    safe_source_url,
 )
 from research.engine.contracts import (
     Evidence,
@@ -36,6 +35,7 @@ from research.engine.contracts import (
     SupportCheck,
     Usage,
 )
+from research.engine.urls import safe_source_url
 from research.models import ResearchEvidence, ResearchRun, ResearchSource
 from research.report_templates import REPORT_TEMPLATES, template_sections
 from research.worker.store import evidence_from_row
