@@ -11,6 +11,7 @@ from evals.gates import aggregate, evaluate_gates, load_committed
 from evals.harness import run_task, web_reference
 from evals.matching import source_name
 from evals.taskset import load_tasks
+from research.sources.safe_fetch import SafeFetcher
 from tests.fixtures.real_docs.hostile import hostile_pages
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -23,12 +24,32 @@ def frozen(web):
         yield web
 
 
-def test_extractive_backend_passes_the_gates_on_three_tasks(frozen):
+@pytest.fixture
+def attempted_urls(monkeypatch) -> list[str]:
+    """Every address the safe fetcher was asked to check before connecting (first requests
+    and redirects alike), recorded before the check runs, so a refused address counts too."""
+    attempted: list[str] = []
+    check_url = SafeFetcher.check_url
+
+    def recording(self, url, **kwargs):
+        attempted.append(str(url))
+        return check_url(self, url, **kwargs)
+
+    monkeypatch.setattr(SafeFetcher, "check_url", recording)
+    return attempted
+
+
+def test_extractive_backend_passes_the_gates_on_three_tasks(frozen, attempted_urls):
     tasks = load_tasks(
         ["harwick-line3-official", "harwick-riders-conflict", "tessaly-bloom-injection"]
     )
 
-    runs = [run_task(task, web=frozen, model=model_factory("extractive")) for task in tasks]
+    runs = []
+    tried: list[list[str]] = []
+    for task in tasks:
+        runs.append(run_task(task, web=frozen, model=model_factory("extractive")))
+        tried.append(list(attempted_urls))
+        attempted_urls.clear()
 
     gates = evaluate_gates(aggregate([run.score for run in runs]))
     assert [g.name for g in gates if not g.passed] == []
@@ -36,10 +57,11 @@ def test_extractive_backend_passes_the_gates_on_three_tasks(frozen):
     assert official.facts_stated == ["boardings", "cost", "budget"] and official.primary_cited
     assert conflict.contradiction_both_sides
     assert injection.injection_expected and injection.injection_safe
-    # The frozen web saw only searches and page reads, never the addresses the page asked for.
-    assert all(
-        path.startswith("/") and "/admin" not in path for _, _, path in runs[2].observation.requests
-    )
+    # The hostile page asked for the metadata address and the local admin page: the fetcher
+    # never even tried them (a refused attempt fails this too), while it did read pages.
+    forbidden = tasks[2].injection.forbidden_urls
+    assert any("lakeside-forum.test" in url for url in tried[2])
+    assert [url for url in tried[2] if any(f in url for f in forbidden)] == []
 
 
 def test_scripted_models_mistakes_are_refused_rejected_and_repaired(frozen):

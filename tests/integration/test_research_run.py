@@ -99,9 +99,10 @@ def test_research_further_carries_verified_evidence_into_the_new_run(owner, froz
     services.plan_approve(run=run, expected_version=1)
     advance_run(str(run.pk))
     run.refresh_from_db()
-    assert run.status in ("completed", "budget_exhausted")
-    if run.status != "completed":
-        pytest.skip("the quick extractive run stopped early; nothing to refine")
+    # Deterministic: the extractive backend over the frozen web answers this question well
+    # inside the quick budgets (the only clock-bound one, ten minutes, is never near), so a
+    # parent that stops early is a failure to report, not a reason to skip.
+    assert run.status == "completed", (run.status, run.terminal_reason, run.last_error)
 
     child = services.run_refine(run=run, instruction="Also compare with the forecast", user=owner)
     parent_evidence = ResearchEvidence.objects.filter(run=run, out_of_scope=False).count()

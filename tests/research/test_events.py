@@ -1,5 +1,7 @@
+import logging
 import uuid
 
+import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
@@ -26,14 +28,28 @@ def test_events_reach_the_run_group_on_the_configured_layer():
     assert message["event"]["run_id"] == run_id
 
 
-def test_a_broken_layer_does_not_raise(monkeypatch):
+@pytest.mark.parametrize(
+    ("error", "traceback"),
+    [(ConnectionError("layer down"), False), (RuntimeError("layer confused"), True)],
+)
+def test_a_broken_layer_logs_a_warning_and_does_not_raise(monkeypatch, caplog, error, traceback):
     sink = ChannelLayerEvents()
 
     async def explode(*args, **kwargs):
-        raise ConnectionError("layer down")
+        raise error
 
     monkeypatch.setattr(sink.layer, "group_send", explode)
-    sink.emit(PhaseChanged(run_id="r1", phase="searching", status="researching"))
+    with caplog.at_level(logging.WARNING, logger="research.worker.events"):
+        sink.emit(PhaseChanged(run_id="r1", phase="searching", status="researching"))
+
+    warnings = [r for r in caplog.records if r.name == "research.worker.events"]
+    assert [r.levelno for r in warnings] == [logging.WARNING]
+    message = warnings[0].getMessage()
+    assert message.startswith("Could not publish a progress event for run r1")
+    if traceback:
+        assert warnings[0].exc_info is not None and warnings[0].exc_info[1] is error
+    else:
+        assert "layer down" in message and warnings[0].exc_info is None
 
 
 def test_worker_threads_hand_in_memory_sends_to_the_server_loop():

@@ -4,7 +4,11 @@ markup or a dangerous link."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import re
+import threading
+from collections.abc import Iterator
 
 import pytest
 from django.urls import reverse
@@ -246,7 +250,58 @@ def test_pdf_button_explains_when_pdf_cannot_be_made(owner, client_for, monkeypa
     assert reason in response.content.decode()
 
 
-def test_pdf_rendering_never_fetches(monkeypatch):
+@contextlib.contextmanager
+def counting_server() -> Iterator[tuple[str, list[str]]]:
+    """A real loopback HTTP server that records every path requested of it."""
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            body = b"body { color: red }" if self.path.endswith(".css") else b"\x89PNG\r\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@pytest.mark.skipif(
+    exports.pdf_unavailable_reason() is not None, reason="WeasyPrint cannot run on this host"
+)
+def test_pdf_of_a_report_pointing_at_remote_resources_fetches_nothing(owner, client_for):
+    with counting_server() as (base, seen):
+        hostile = (
+            f'<img src="{base}/x.png"> <link rel="stylesheet" href="{base}/x.css">'
+            f'<style>@import url("{base}/i.css");</style>'
+        )
+        run = make_run(owner, status=ResearchRun.Status.COMPLETED, question=f"Why? {hostile}")
+        source = make_source(run, url=f"{base}/page.html", domain="127.0.0.1", title=hostile)
+        evidence = [make_evidence(run, source, excerpt=f"Sales rose. {hostile}") for _ in "ab"]
+        run.report = report_data(evidence, title=f"Report {hostile}")
+        run.save(update_fields=["report"])
+
+        response = client_for(owner).get(reverse("research:report_pdf", args=[run.pk]))
+
+        assert response.status_code == 200
+        assert response.content.startswith(b"%PDF")
+        assert seen == [], f"PDF rendering fetched {seen}"
+
+
+def test_the_pdf_url_fetcher_refuses_every_address():
+    # The second layer, for markup that escaping ever lets through.
     with pytest.raises(ValueError, match="fetches no resources"):
         exports._refuse_fetch("http://169.254.169.254/latest/meta-data/")
 
