@@ -10,6 +10,7 @@ every link is built by the server.
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from research.engine.contracts import (
     Evidence,
@@ -186,6 +187,14 @@ def _excerpts(statement: Statement, evidence: Mapping[str, Evidence], run_id: st
     ]
 
 
+# The checks of a statement are asked for twice per report, when problems are listed and
+# when the rules are enforced; the answer depends only on the text, so it is computed once.
+# The bound holds the findings of several reports at a time.
+@lru_cache(maxsize=4096)
+def _checked(text: str, excerpts: tuple[str, ...], known_text: tuple[str, ...]) -> Support:
+    return check_support(text, excerpts, known_text=known_text)
+
+
 def _support(
     statement: Statement,
     evidence: Mapping[str, Evidence],
@@ -198,7 +207,7 @@ def _support(
     excerpts = _excerpts(statement, evidence, run_id)
     if not excerpts:
         return None
-    return check_support(statement.text, excerpts, known_text=known_text)
+    return _checked(statement.text, tuple(excerpts), tuple(known_text))
 
 
 def _clean_texts(
@@ -284,8 +293,8 @@ def _enforce(
             )
         if statement.kind != "finding":
             return statement.model_copy(update={"evidence_ids": kept, "checks": []})
-        support = check_support(
-            statement.text, [said_by(evidence[eid]) for eid in kept], known_text=known_text
+        support = _checked(
+            statement.text, tuple(said_by(evidence[eid]) for eid in kept), tuple(known_text)
         )
         checks = [
             SupportCheck(name=c.name, passed=c.passed, detail=c.detail[:500])

@@ -524,7 +524,7 @@ def _names(statement: str) -> list[str]:
             word = match.group(0)
             if len(word) < 2:
                 continue  # "I"
-            # A sentence's first word is capitalised anyway; a possessive ("Harwick's") still
+            # A sentence's first word is capitalised anyway; a possessive ("Lisbon's") still
             # shows it to be a name.
             if match.start() == start and not re.search(r"['’]s$", word):
                 continue

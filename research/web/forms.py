@@ -117,6 +117,15 @@ def parse_domains(text: str) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
+def domain_list_field(what: str) -> forms.CharField:
+    """An optional list of domains (parsed by the source policy), of bounded length."""
+    return forms.CharField(
+        required=False,
+        max_length=DOMAINS_MAX_CHARS,
+        error_messages={"max_length": too_long(what, DOMAINS_MAX_CHARS)},
+    )
+
+
 class TeamChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, obj: Team) -> str:
         return obj.name
@@ -157,16 +166,8 @@ class ComposerForm(forms.Form):
         widget=forms.RadioSelect,
         error_messages={"invalid_choice": "Choose which sources the research may use."},
     )
-    domains = forms.CharField(
-        required=False,
-        max_length=DOMAINS_MAX_CHARS,
-        error_messages={"max_length": too_long("The list of domains", DOMAINS_MAX_CHARS)},
-    )
-    excluded_domains = forms.CharField(
-        required=False,
-        max_length=DOMAINS_MAX_CHARS,
-        error_messages={"max_length": too_long("The list of excluded domains", DOMAINS_MAX_CHARS)},
-    )
+    domains = domain_list_field("The list of domains")
+    excluded_domains = domain_list_field("The list of excluded domains")
     team = TeamChoiceField(
         queryset=Team.objects.none(),
         required=False,
@@ -318,16 +319,8 @@ class PlanForm(forms.Form):
         required=False,
         error_messages={"invalid_choice": "Choose which sources the research may use."},
     )
-    domains = forms.CharField(
-        required=False,
-        max_length=DOMAINS_MAX_CHARS,
-        error_messages={"max_length": too_long("The list of domains", DOMAINS_MAX_CHARS)},
-    )
-    excluded_domains = forms.CharField(
-        required=False,
-        max_length=DOMAINS_MAX_CHARS,
-        error_messages={"max_length": too_long("The list of excluded domains", DOMAINS_MAX_CHARS)},
-    )
+    domains = domain_list_field("The list of domains")
+    excluded_domains = domain_list_field("The list of excluded domains")
 
     def clean_domains(self) -> list[str]:
         return parse_domains(self.cleaned_data["domains"])

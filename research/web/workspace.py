@@ -419,7 +419,7 @@ def section_context(name: str, request: HttpRequest, run: ResearchRun) -> dict[s
 
 def live_fragments(run: ResearchRun, user: User | AnonymousUser, sections: Iterable[str]) -> str:
     """HTML the WebSocket pushes: the named workspace parts, rendered from the database.
-    Parts with forms (plan, controls) are sent as placeholders that load themselves over
+    Parts with forms (plan, controls) are sent as empty containers that load themselves over
     HTTP (``RELOADED``)."""
     parts = [
         render_to_string(f"{WORKSPACE}#{name}", {**section.build(run, user, None), "oob": True})

@@ -38,6 +38,17 @@ def _data(result) -> object:
     return json.loads(result.content[0].text)
 
 
+def _assert_citations_verified(run_id: str, report: dict) -> None:
+    """Every citation of the MCP report is the excerpt stored at its place in its source."""
+    rows = {
+        r.pk: r for r in ResearchEvidence.objects.filter(run_id=run_id).select_related("source")
+    }
+    for citation in report["citations"]:
+        row = rows[citation["evidence_ids"][0]]
+        located = row.source.snapshot_text[row.locator["start"] : row.locator["end"]]
+        assert normalize_for_matching(located) == normalize_for_matching(citation["excerpt"])
+
+
 async def _calls(server, steps):
     async with create_connected_server_and_client_session(server) as session:
         return await steps(session)
@@ -82,14 +93,8 @@ def test_research_through_mcp_with_verified_citations(owner, web):
     with override_settings(**web.django_settings()):
         run_id, report, sources, recent = asyncio.run(_calls(server, steps))
     assert report["citations"] and sources and recent[0]["run_id"] == run_id
-    rows = {
-        r.pk: r for r in ResearchEvidence.objects.filter(run_id=run_id).select_related("source")
-    }
-    for citation in report["citations"]:
-        row = rows[citation["evidence_ids"][0]]
-        located = row.source.snapshot_text[row.locator["start"] : row.locator["end"]]
-        assert normalize_for_matching(located) == normalize_for_matching(citation["excerpt"])
-        assert citation["url"].startswith("http")
+    _assert_citations_verified(run_id, report)
+    assert all(citation["url"].startswith("http") for citation in report["citations"])
 
 
 def test_mcp_follows_the_access_rules(owner, outsider, viewer, team):
@@ -263,10 +268,4 @@ def test_research_over_streamable_http_with_verified_citations(owner, web):
         run_id, done, report = asyncio.run(steps())
     assert done["status"] in ("completed", "budget_exhausted"), done["outcome"]
     assert report["citations"]
-    rows = {
-        r.pk: r for r in ResearchEvidence.objects.filter(run_id=run_id).select_related("source")
-    }
-    for citation in report["citations"]:
-        row = rows[citation["evidence_ids"][0]]
-        located = row.source.snapshot_text[row.locator["start"] : row.locator["end"]]
-        assert normalize_for_matching(located) == normalize_for_matching(citation["excerpt"])
+    _assert_citations_verified(run_id, report)

@@ -30,7 +30,7 @@ class Route:
     """One URL pattern, flattened: its pieces and the names of its parameters."""
 
     name: str
-    pieces: tuple[str, ...]  # literal text and "{param}" placeholders, in order
+    pieces: tuple[str, ...]  # literal text and "{param}" slots, in order
     params: tuple[str, ...]
 
     def build(self, values: dict[str, str]) -> str:
