@@ -219,6 +219,7 @@ def plan_update(
     plan: dict,
     expected_version: int,
     source_policy: dict | None = None,
+    by: Any = None,
 ) -> ResearchRun:
     """Save an edited plan (and, when given, source policy) as a new version; refused when
     the edit was based on an old version. The policy may change only before approval."""
@@ -240,6 +241,7 @@ def plan_update(
     ).update(
         plan=validated.model_dump(mode="json"),
         plan_version=F("plan_version") + 1,
+        plan_saved_by=by,
         updated_at=timezone.now(),
         **fields,
     )
@@ -283,6 +285,7 @@ def plan_save(
     expected_version: int,
     source_policy: dict[str, Any] | None,
     approve: bool,
+    by: Any = None,
 ) -> tuple[ResearchRun, bool]:
     """Save an edited plan (and source policy) as a new version when it changed, then
     approve it if asked; returns the run and whether anything changed. Approving therefore
@@ -298,6 +301,7 @@ def plan_save(
             plan=plan,
             expected_version=version,
             source_policy=source_policy if policy_changed else None,
+            by=by,
         )
         version = run.plan_version
     if approve:

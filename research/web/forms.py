@@ -280,6 +280,9 @@ class PlanForm(forms.Form):
     plan_version = forms.IntegerField(widget=forms.HiddenInput, min_value=0)
     # The plan the editor started from, so a refused stale edit can say what changed since.
     base_plan = forms.CharField(widget=forms.HiddenInput, required=False)
+    # The editor's values as the form was loaded (research.web.plan_merge), so a live update
+    # or a refused save is merged field by field and never reverts what the person left alone.
+    base_values = forms.CharField(widget=forms.HiddenInput, required=False)
     objective = forms.CharField(
         max_length=PLAN_OBJECTIVE_MAX_CHARS,
         error_messages={

@@ -25,10 +25,9 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from research import services
-from research.engine.plans import describe_plan_changes
 from research.engine.states import Control, RunStatus
 from research.models import ResearchRun, ResearchSource
-from research.report_templates import REPORT_TEMPLATES
+from research.report_templates import REPORT_TEMPLATES, template_sections
 from research.selectors import run_get_for_user, runs_visible_to
 from research.services import PlanVersionConflict, QueueUnavailable, QuotaExceeded, RunActionError
 from research.web.forms import (
@@ -43,9 +42,10 @@ from research.web.plan_editor import (
     PlanEditor,
     plan_editor_apply,
     plan_editor_bound,
-    plan_editor_for,
     plan_from_editor,
+    plan_merged_editor,
 )
+from research.web.plan_merge import Merge
 from research.web.workspace import (
     EVIDENCE_PER_SOURCE,
     WORKSPACE,
@@ -170,7 +170,10 @@ def run_plan(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
     if request.method == "GET":
         return run_section(request, run_id, "plan")
     run = run_get_for_user(request.user, run_id, need="edit")
-    operation = EditorOperation.parse(request.POST.get("op", ""))
+    op = request.POST.get("op", "")
+    if op in ("review", "merge"):
+        return _plan_review(request, run, merge=op == "merge")
+    operation = EditorOperation.parse(op)
     if operation is not None:
         editor, note = plan_editor_apply(request.POST, operation)
         return _plan_response(request, run, editor, notice=note)
@@ -180,12 +183,12 @@ def run_plan(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
     approve = request.POST.get("op") == "approve"
     queue_note = ""
     try:
-        run, saved = _plan_save(run, editor, approve=approve)
+        run, saved = _plan_save(run, editor, approve=approve, by=request.user)
     except QueueUnavailable as exc:  # approved and committed; only the message is late
         run.refresh_from_db()
         saved, queue_note = True, str(exc)
     except PlanVersionConflict as conflict:
-        return _plan_conflict(request, run, editor, conflict)
+        return _plan_conflict(request, run, conflict)
     except RunActionError as exc:
         run.refresh_from_db()
         return _plan_response(request, run, editor, status=409, errors=[str(exc)])
@@ -204,7 +207,9 @@ def run_plan(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
     return section_response(request, run, "plan", also, notice=message)
 
 
-def _plan_save(run: ResearchRun, editor: PlanEditor, *, approve: bool) -> tuple[ResearchRun, bool]:
+def _plan_save(
+    run: ResearchRun, editor: PlanEditor, *, approve: bool, by: Any
+) -> tuple[ResearchRun, bool]:
     """Save what the editor holds (``services.plan_save``), approving it if asked."""
     try:
         policy = editor.form.source_policy()
@@ -216,6 +221,7 @@ def _plan_save(run: ResearchRun, editor: PlanEditor, *, approve: bool) -> tuple[
         expected_version=editor.form.cleaned_data["plan_version"],
         source_policy=policy,
         approve=approve,
+        by=by,
     )
 
 
@@ -230,29 +236,48 @@ def _plan_response(
     return render(request, WORKSPACE, context, status=status)
 
 
+def _plan_merge(request: HttpRequest, run: ResearchRun) -> tuple[Merge, PlanEditor]:
+    """The person's submitted editor merged field by field into the current version."""
+    return plan_merged_editor(
+        request.POST,
+        run.plan or {},
+        run.plan_version,
+        extra_sections=template_sections(run.report_template),
+        policy=run.source_policy,
+    )
+
+
+def _changes_context(run: ResearchRun, merge: Merge, **extra: Any) -> dict[str, Any]:
+    by = run.plan_saved_by.username if run.plan_saved_by_id else "the planner"
+    return {"version": run.plan_version, "by": by, "changes": merge.changes, **extra}
+
+
 def _plan_conflict(
-    request: HttpRequest, run: ResearchRun, editor: PlanEditor, conflict: PlanVersionConflict
+    request: HttpRequest, run: ResearchRun, conflict: PlanVersionConflict
 ) -> HttpResponse:
-    """Refuse a stale edit: keep what the person typed, say what changed since they loaded
-    the plan, and base the form on the current version so they can decide and save again."""
+    """Refuse a stale edit: name every field changed since the person loaded the plan, with
+    both values, and give back their form merged into the current version (their edits
+    kept, the other person's changes taken where they left a field alone)."""
     run.refresh_from_db()
-    base = editor.form.cleaned_data.get("base_plan") or plan_from_editor(
-        editor, current=run.plan or {}
-    )
-    changes = describe_plan_changes(base, conflict.current_plan or {})
-    data = request.POST.copy()
-    data["plan_version"] = str(conflict.current)
-    data["base_plan"] = plan_editor_for(conflict.current_plan or {}, conflict.current).form.initial[
-        "base_plan"
-    ]
-    return _plan_response(
-        request,
-        run,
-        plan_editor_bound(data),
-        status=409,
-        errors=[str(conflict)],
-        conflict_changes=changes or ["The plan was saved again without visible changes."],
-    )
+    merge, editor = _plan_merge(request, run)
+    conflict_info = _changes_context(run, merge, from_version=conflict.expected)
+    return _plan_response(request, run, editor, status=409, conflict=conflict_info, unsaved=True)
+
+
+def _plan_review(request: HttpRequest, run: ResearchRun, *, merge: bool) -> HttpResponse:
+    """For a form with unsaved edits when a newer version arrives: compare it with that
+    version ("review", into the form's review panel) or merge that version into it."""
+    if run.status != RunStatus.AWAITING_APPROVAL:
+        return render(request, f"{WORKSPACE}#plan_review", {"run": run, "review_closed": True})
+    merged, editor = _plan_merge(request, run)
+    if merge:
+        notice = (
+            f"Version {run.plan_version} merged into your form. Nothing is saved until you save."
+        )
+        return _plan_response(request, run, editor, notice=notice, unsaved=True)
+    same_version = request.POST.get("plan_version") == str(run.plan_version)
+    review = None if same_version else _changes_context(run, merged)
+    return render(request, f"{WORKSPACE}#plan_review", {"run": run, "review": review})
 
 
 @dataclass(frozen=True)

@@ -39,4 +39,60 @@
     document.querySelectorAll("a.citation.active").forEach(function (el) { el.classList.remove("active"); });
     link.classList.add("active");
   });
+  // Forms on live pages (data-guard): a live update never replaces a form the person has
+  // changed. Typing marks the form dirty; a form the server gave back with unsaved edits (a
+  // refused save, a merge) is marked data-unsaved. A swap into a section holding such a form
+  // is refused unless the person's own action in that section asked for it; for the plan,
+  // a newer version is announced and compared field by field (the form's review panel).
+  function markDirty(event) {
+    var form = event.target.form;
+    if (form && form.hasAttribute("data-guard")) { form.dataset.dirty = "true"; }
+  }
+  document.addEventListener("input", markDirty);
+  document.addEventListener("change", markDirty);
+
+  function dirtyFormIn(target) {
+    if (!target || !target.querySelectorAll) { return null; }
+    var forms = [target].concat(Array.prototype.slice.call(target.querySelectorAll("form[data-guard]")));
+    for (var i = 0; i < forms.length; i++) {
+      var form = forms[i];
+      if (form.matches("form[data-guard]") && (form.dataset.dirty === "true" || form.dataset.unsaved === "true")) {
+        return form;
+      }
+    }
+    return null;
+  }
+
+  function incomingPlan(content) {
+    var holder = document.createElement("template");
+    if (typeof content === "string") { holder.innerHTML = content; } else if (content) { holder.content.appendChild(content.cloneNode(true)); }
+    return holder.content.querySelector("[data-plan-version]");
+  }
+
+  function announce(form, content) {
+    var review = form.querySelector("[data-review]");
+    if (!review) {
+      var note = form.querySelector("[data-stale-note]");
+      if (note) { note.hidden = false; }
+      return;
+    }
+    var plan = incomingPlan(content);
+    var current = form.querySelector("input[name=plan_version]");
+    var newer = plan && current && (Number(plan.dataset.planVersion) > Number(current.value) || plan.dataset.editable !== "true");
+    if (newer && window.htmx) { window.htmx.trigger(review, "click"); }
+  }
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var form = dirtyFormIn(event.detail.target);
+    var source = event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (!form || (source && event.detail.target.contains(source))) { return; }
+    event.detail.shouldSwap = false;
+    announce(form, event.detail.serverResponse);
+  });
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var form = dirtyFormIn(event.detail.target);
+    if (!form) { return; }
+    event.detail.shouldSwap = false;
+    announce(form, event.detail.fragment);
+  });
 })();
