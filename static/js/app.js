@@ -95,4 +95,18 @@
     event.detail.shouldSwap = false;
     announce(form, event.detail.fragment);
   });
+  // The citation panel: on a phone a sheet over the bottom of the screen, opened when a
+  // citation's excerpt arrives and closed with its button or Escape.
+  function sheet() { return document.getElementById("citation-sheet"); }
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (event.detail.target.id !== "citation-panel" || !sheet()) { return; }
+    sheet().classList.add("open");
+    event.detail.target.focus({ preventScroll: true });
+  });
+  document.addEventListener("click", function (event) {
+    if (event.target.closest("[data-close-sheet]") && sheet()) { sheet().classList.remove("open"); }
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && sheet()) { sheet().classList.remove("open"); }
+  });
 })();

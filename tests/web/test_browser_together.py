@@ -48,10 +48,10 @@ def shell(data_dir: Path, code: str) -> str:
         [sys.executable, "manage.py", "shell", "-c", code],
         cwd=ROOT,
         env=env,
-        check=True,
         capture_output=True,
         text=True,
     )
+    assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip().splitlines()[-1]
 
 
