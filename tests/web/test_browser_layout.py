@@ -150,6 +150,6 @@ def test_tapping_a_citation_shows_its_excerpt_in_view(phone, seeded):
     box = excerpt.bounding_box()
     viewport = page.viewport_size
     assert box is not None
-    assert 0 <= box["y"] and box["y"] + min(box["height"], 200) <= viewport["height"], box
+    assert box["y"] >= 0 and box["y"] + min(box["height"], 200) <= viewport["height"], box
     assert excerpt.is_visible()
     page.screenshot(path=str(ARTIFACTS / "citation-phone.png"), caret="initial")
