@@ -61,7 +61,7 @@ class ResearchRun(models.Model):
     class Visibility(models.TextChoices):
         PRIVATE = "private", "Only me"
         TEAM = "team", "My team"
-        LINK = "link", "Team and anyone with the link"
+        LINK = "link", "Anyone with the link (and the team, if one is chosen)"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(

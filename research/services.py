@@ -174,7 +174,8 @@ def run_create(
             "Only the team's owners and editors can start research for it; choose one of "
             "your teams where you are an editor or owner, or keep the research private."
         )
-    if visibility != ResearchRun.Visibility.PRIVATE and team is None:
+    # Link sharing needs no team: the link reads the report; a team adds its members.
+    if visibility == ResearchRun.Visibility.TEAM and team is None:
         raise RunActionError("Choose a team to share this research with.")
     if client_request_id and len(client_request_id) > CLIENT_REQUEST_ID_MAX_CHARS:
         raise RunActionError(
@@ -540,7 +541,8 @@ def sharing_update(*, run: ResearchRun, visibility: str, team: Team | None) -> R
         raise RunActionError(
             "Choose who may see this research: only you, your team, or anyone with the link."
         )
-    if visibility != ResearchRun.Visibility.PRIVATE and team is None:
+    # Link sharing needs no team: the link reads the report; a team adds its members.
+    if visibility == ResearchRun.Visibility.TEAM and team is None:
         raise RunActionError("Choose a team to share this research with.")
     if team is not None and not can_create_team_run(run.owner, team):
         raise RunActionError(

@@ -226,8 +226,8 @@ class ComposerForm(forms.Form):
         mode = data.get("source_mode")
         if mode in ("only_domains", "prefer_domains") and data.get("domains") == []:
             self.add_error("domains", "List at least one domain for this source setting.")
-        visibility = data.get("visibility")
-        shared = visibility and visibility != ResearchRun.Visibility.PRIVATE
+        # Link sharing needs no team; a team adds its members to those who may see the run.
+        shared = data.get("visibility") == ResearchRun.Visibility.TEAM
         if shared and not data.get("team") and "team" not in self.errors:
             self.add_error("team", "Choose the team to share this research with.")
         return data
@@ -457,7 +457,11 @@ class SharingForm(forms.Form):
         data = super().clean()
         if data.get("visibility") == ResearchRun.Visibility.PRIVATE:
             data["team"] = None
-        elif data.get("visibility") and not data.get("team") and "team" not in self.errors:
+        elif (
+            data.get("visibility") == ResearchRun.Visibility.TEAM
+            and not data.get("team")
+            and "team" not in self.errors
+        ):
             self.add_error("team", "Choose the team to share this research with.")
         return data
 

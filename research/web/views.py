@@ -55,6 +55,13 @@ from research.web.workspace import (
 )
 
 RUNS_PER_PAGE = 25
+# Cancelling has one wording wherever it shows: the button, its confirmation, the answer and
+# the header's note while a worker finishes its step.
+CANCEL_DONE = "Research cancelled. Collected sources and evidence are kept."
+CANCEL_REQUESTED = (
+    "Cancelling: the research stops when its current step finishes. "
+    "Collected sources and evidence are kept."
+)
 
 # ---------------------------------------------------------------------------------------------
 # Dashboard and composer
@@ -129,7 +136,9 @@ def run_new(request: HttpRequest) -> HttpResponse:
         except RunActionError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, "Research created. The plan is being drafted.")
+            messages.success(
+                request, "Research created. The plan is being drafted.", extra_tags="transient"
+            )
             return redirect("research:run_detail", run_id=run.pk)
     context = {
         "form": form,
@@ -289,7 +298,7 @@ class ControlAction:
 CONTROL_ACTIONS: dict[str, ControlAction] = {
     "pause": ControlAction(Control.PAUSE, "Paused."),
     "resume": ControlAction(Control.RESUME, "Resumed."),
-    "cancel": ControlAction(Control.CANCEL, "Cancelled. Collected sources and evidence are kept."),
+    "cancel": ControlAction(Control.CANCEL, CANCEL_DONE),
     "retry": ControlAction(Control.RETRY, "Retrying the phase that failed."),
     "budget": ControlAction(Control.INCREASE_BUDGET, "Budget increased; research continues."),
     "refine": ControlAction(Control.REFINE, "Refinement sent; a revised plan is being drafted."),
@@ -320,7 +329,7 @@ def _control_message(action: str, before: ResearchRun, after: ResearchRun) -> st
     if action == "pause" and after.status != RunStatus.PAUSED:
         return "Pause requested; the run pauses when its current step finishes."
     if action == "cancel" and after.status != RunStatus.CANCELLED:
-        return "Cancel requested; the run stops when its current step finishes."
+        return CANCEL_REQUESTED
     if action == "refine" and after.pk != before.pk:
         return "A new run that builds on this one was created; review its plan."
     return CONTROL_ACTIONS[action].done

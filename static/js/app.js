@@ -109,4 +109,65 @@
   document.addEventListener("keydown", function (event) {
     if (event.key === "Escape" && sheet()) { sheet().classList.remove("open"); }
   });
+  // A flash that describes a moment ("the plan is being drafted") disappears once the run's
+  // status has moved on from the one the page was loaded in.
+  var loadedStatus = null;
+  function expireFlashes() {
+    var header = document.getElementById("run-header");
+    if (!header) { return; }
+    if (loadedStatus === null) { loadedStatus = header.dataset.status; return; }
+    if (header.dataset.status !== loadedStatus) {
+      document.querySelectorAll(".messages [data-transient]").forEach(function (el) { el.remove(); });
+    }
+  }
+  document.addEventListener("DOMContentLoaded", expireFlashes);
+  ["htmx:afterSettle", "htmx:oobAfterSwap", "htmx:wsAfterMessage"].forEach(function (name) {
+    document.addEventListener(name, expireFlashes);
+  });
+
+  // Long fields show how much they hold against the limit the server enforces (the field's
+  // maxlength, rendered from the same form field). The browser's own maxlength would cut a
+  // long paste silently, so with JavaScript the limit is enforced by the counter and the
+  // server instead: the whole text stays, and an alert says how much to remove.
+  function counterFor(field) {
+    var limit = Number(field.getAttribute("maxlength") || field.dataset.maxlength);
+    if (!limit) { return; }
+    field.dataset.maxlength = String(limit);
+    field.removeAttribute("maxlength");
+    var counter = document.createElement("span");
+    counter.className = "counter hint";
+    counter.id = (field.id || field.name) + "-counter";
+    var alert = document.createElement("span");
+    alert.className = "counter-alert";
+    alert.setAttribute("role", "alert");
+    field.insertAdjacentElement("afterend", alert);
+    field.insertAdjacentElement("afterend", counter);
+    field.setAttribute("aria-describedby", ((field.getAttribute("aria-describedby") || "") + " " + counter.id).trim());
+    function update() {
+      var used = field.value.length;
+      counter.textContent = used.toLocaleString("en") + " of " + limit.toLocaleString("en") + " characters";
+      var over = used - limit;
+      if (over > 0) {
+        field.setAttribute("aria-invalid", "true");
+        field.dataset.overLimit = "true";
+      } else if (field.dataset.overLimit) {
+        field.removeAttribute("aria-invalid");
+        delete field.dataset.overLimit;
+      }
+      alert.textContent = over > 0 ? "This text has " + used.toLocaleString("en") + " characters; at most " +
+        limit.toLocaleString("en") + " are accepted. Remove " + over.toLocaleString("en") +
+        " before submitting — nothing has been cut." : "";
+    }
+    field.addEventListener("input", update);
+    update();
+  }
+  function enableCounters(root) {
+    root.querySelectorAll("textarea[maxlength], textarea[data-maxlength]:not([data-counted])").forEach(function (field) {
+      if (field.dataset.counted) { return; }
+      field.dataset.counted = "true";
+      counterFor(field);
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { enableCounters(document); });
+  document.addEventListener("htmx:afterSettle", function (event) { enableCounters(event.target); });
 })();
