@@ -170,4 +170,13 @@
   }
   document.addEventListener("DOMContentLoaded", function () { enableCounters(document); });
   document.addEventListener("htmx:afterSettle", function (event) { enableCounters(event.target); });
+  // Ctrl+Enter (Cmd+Enter on a Mac) in a form's text field submits that form, as its first
+  // submit button would (the plan form's first one saves a new version).
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Enter" || !(event.ctrlKey || event.metaKey)) { return; }
+    var form = event.target.form;
+    if (!form || !event.target.matches("textarea, input")) { return; }
+    event.preventDefault();
+    if (form.requestSubmit) { form.requestSubmit(); } else { form.submit(); }
+  });
 })();

@@ -153,3 +153,55 @@ def test_tapping_a_citation_shows_its_excerpt_in_view(phone, seeded):
     assert box["y"] >= 0 and box["y"] + min(box["height"], 200) <= viewport["height"], box
     assert excerpt.is_visible()
     page.screenshot(path=str(ARTIFACTS / "citation-phone.png"), caret="initial")
+
+
+# --------------------------------------------------------------------------------------------
+# Accessibility: axe-core on every page, light and dark
+# --------------------------------------------------------------------------------------------
+
+
+def axe_source() -> str:
+    """axe-core's script, as shipped in the locked axe-playwright-python wheel
+    (docs/dependencies.md); only the script is used."""
+    from importlib import resources
+
+    try:
+        return (resources.files("axe_playwright_python") / "axe.min.js").read_text()
+    except ModuleNotFoundError:
+        pytest.skip("axe-playwright-python is not installed (make install installs it)")
+
+
+AXE_RUN = """async () => {
+  const result = await axe.run(document, {resultTypes: ["violations"]});
+  return result.violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.length,
+    targets: v.nodes.slice(0, 3).map(n => n.target.join(" "))}));
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_no_serious_or_critical_accessibility_violations(phone, seeded, scheme):
+    source = axe_source()
+    pages = pages_of(seeded)
+    counts: dict[str, dict[str, int]] = {}
+    serious: dict[str, list] = {}
+    for width in (1280, 390):
+        page = phone("auditor", width, scheme)
+        for name, url in pages.items():
+            page.goto(url)
+            page.wait_for_load_state("networkidle")
+            # Evaluated over the DevTools protocol, so the page's CSP stays as it is.
+            page.evaluate(source)
+            found = page.evaluate(AXE_RUN)
+            key = f"{name} @{width}"
+            counts[key] = {
+                impact: sum(1 for v in found if v["impact"] == impact)
+                for impact in ("critical", "serious", "moderate", "minor")
+            }
+            bad = [v for v in found if v["impact"] in ("serious", "critical")]
+            if bad:
+                serious[key] = bad
+        page.context.close()
+    print(f"\naxe-core violations ({scheme}):")
+    for key, count in counts.items():
+        print(f"  {key}: {count}")
+    assert serious == {}, json.dumps(serious, indent=1)
