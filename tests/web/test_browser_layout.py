@@ -46,9 +46,25 @@ done.report = report_data(evidence, contradictions=[{
 done.save()
 make_step(done, "read", payload={"source_id": str(source.pk), "url": source.url},
           summary="2 verified excerpts")
+from django.utils import timezone
+from tests.web.factories import make_run, plan_data
+live = make_run(demo, status="researching", plan=plan_data(), plan_version=1,
+                question="Which member states subsidise residential heat pumps, and by how much?",
+                approved_at=timezone.now(), lease_owner="screenshot-only",
+                lease_expires_at=timezone.now() + timezone.timedelta(days=1),
+                usage={"searches": 3, "fetched_sources": 2, "model_calls": 4,
+                       "elapsed_seconds": 42.0, "iterations": 1})
+make_step(live, "plan", payload={})
+make_step(live, "search", payload={"query": "heat pump subsidy by member state"},
+          summary="9 results")
+first = make_source(live, title="Heat pump subsidies in the member states")
+make_evidence(live, first, excerpt="The grant covers up to 40 per cent of the installed cost.")
+make_step(live, "read", payload={"source_id": str(first.pk), "url": first.url},
+          summary="1 verified excerpt")
+make_step(live, "search", status="running", payload={"query": "heat pump grant amounts 2024"})
 plan = awaiting_run(demo, question="What does a long question look like when it wraps "
                     "across several lines on a narrow phone screen in portrait mode?")
-print(json.dumps({"done": str(done.pk), "plan": str(plan.pk), "source": str(source.pk),
+print(json.dumps({"done": str(done.pk), "plan": str(plan.pk), "live": str(live.pk), "source": str(source.pk),
                   "evidence": other.pk}))
 """
 
@@ -205,3 +221,37 @@ def test_no_serious_or_critical_accessibility_violations(phone, seeded, scheme):
     for key, count in counts.items():
         print(f"  {key}: {count}")
     assert serious == {}, json.dumps(serious, indent=1)
+
+
+# --------------------------------------------------------------------------------------------
+# Screenshots for docs/ui.md
+# --------------------------------------------------------------------------------------------
+
+SCREENSHOT_PAGES = ("dashboard", "plan", "workspace", "report")
+
+
+def test_screenshots_of_the_main_pages(phone, seeded):
+    """Desktop and 390 px, light and dark, of the dashboard, plan, live workspace and report.
+    Written to tests/web/artifacts/screenshots/, or to ``$SCREENSHOTS_DIR`` (docs/screenshots
+    when refreshing the committed ones)."""
+    import os
+    from pathlib import Path
+
+    target = Path(os.environ.get("SCREENSHOTS_DIR") or ARTIFACTS / "screenshots")
+    target.mkdir(parents=True, exist_ok=True)
+    urls = {**pages_of(seeded), "workspace": f"/runs/{seeded['live']}/"}
+    written = []
+    for scheme in ("light", "dark"):
+        for label, width in (("desktop", 1280), ("phone", 390)):
+            page = phone("demo", width, scheme)
+            for name in SCREENSHOT_PAGES:
+                page.goto(urls[name])
+                page.wait_for_load_state("networkidle")
+                if name == "report":
+                    page.locator("article a.citation").first.click()
+                    page.locator("#citation-panel blockquote.excerpt").wait_for()
+                path = target / f"{name}-{label}-{scheme}.png"
+                page.screenshot(path=str(path), full_page=label == "desktop", caret="initial")
+                written.append(path)
+            page.context.close()
+    assert len(written) == 16 and all(path.stat().st_size > 5_000 for path in written)
