@@ -39,6 +39,7 @@ from research.services import (
     QUESTION_MAX_CHARS,
     depth_allowed,
 )
+from research.web.search import search_runs
 
 MAX_DOMAINS = 50
 MAX_PLAN_QUESTIONS = PLAN_QUESTIONS_MAX
@@ -479,6 +480,9 @@ def outcome_query(choice: OutcomeFilter) -> Q:
 
 
 class DashboardFilterForm(forms.Form):
+    """The dashboard's filters; the search covers questions, reports and evidence
+    (``research.web.search``)."""
+
     q = forms.CharField(
         required=False,
         max_length=200,
@@ -506,7 +510,7 @@ class DashboardFilterForm(forms.Form):
         self.is_valid()  # cleaned_data then holds only the fields that are valid
         data = self.cleaned_data
         if data.get("q", "").strip():
-            runs = runs.filter(question__icontains=data["q"].strip())
+            runs = search_runs(runs, data["q"].strip())
         if data.get("status"):
             runs = runs.filter(outcome_query(OUTCOME_CHOICES[data["status"]]))
         if data.get("team"):

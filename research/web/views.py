@@ -46,6 +46,7 @@ from research.web.plan_editor import (
     plan_merged_editor,
 )
 from research.web.plan_merge import Merge
+from research.web.search import matching_passages
 from research.web.workspace import (
     EVIDENCE_PER_SOURCE,
     WORKSPACE,
@@ -55,6 +56,26 @@ from research.web.workspace import (
 )
 
 RUNS_PER_PAGE = 25
+# What a dashboard row shows (the report and working state stay unread).
+DASHBOARD_FIELDS = (
+    "id",
+    "question",
+    "title",
+    "status",
+    "stop_reason",
+    "stop_limit",
+    "terminal_reason",
+    "last_error",
+    "depth",
+    "visibility",
+    "created_at",
+    "updated_at",
+    "usage",
+    "budget",
+    "owner__username",
+    "owner__display_name",
+    "team__name",
+)
 # Cancelling has one wording wherever it shows: the button, its confirmation, the answer and
 # the header's note while a worker finishes its step.
 CANCEL_DONE = "Research cancelled. Collected sources and evidence are kept."
@@ -76,25 +97,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     runs = (
         filters.filter(runs_visible_to(request.user))
         .select_related("owner", "team")
-        .only(
-            "id",
-            "question",
-            "title",
-            "status",
-            "stop_reason",
-            "stop_limit",
-            "terminal_reason",
-            "last_error",
-            "depth",
-            "visibility",
-            "created_at",
-            "updated_at",
-            "usage",
-            "budget",
-            "owner__username",
-            "owner__display_name",
-            "team__name",
-        )
+        .only(*DASHBOARD_FIELDS)
         .order_by("-created_at")
     )
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
@@ -103,6 +106,11 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     template = "research/dashboard.html"
     if request.htmx and not request.htmx.boosted and not request.htmx.history_restore_request:
         template += "#run-list"
+    page.object_list = list(page.object_list)
+    searched = filters.cleaned_data.get("q", "").strip()
+    passages = matching_passages(page.object_list, searched) if searched else {}
+    for run in page.object_list:
+        run.passage = passages.get(run.pk)
     context = {"page": page, "filters": filters, "filter_query": query.urlencode()}
     return render(request, template, context)
 
