@@ -103,6 +103,32 @@ class Meter:
         return min(100, round(100 * self.used / self.limit)) if self.limit else 0
 
 
+@dataclass(frozen=True)
+class Forecast:
+    """How long the research has run and, while it runs, the budget limit it will meet
+    first and when, at the pace so far (each limit's share used, per second elapsed)."""
+
+    elapsed: float
+    limit: str = ""
+    percent: int = 0
+    remaining: float | None = None
+
+
+def forecast(run: ResearchRun, limits: list[tuple[str, int, int, str]], elapsed: float) -> Forecast:
+    if run.status not in (RunStatus.RESEARCHING, RunStatus.SYNTHESIZING) or elapsed <= 0:
+        return Forecast(elapsed=elapsed)
+    shares = [(used / limit, key) for key, used, limit, _unit in limits if limit > 0]
+    share, key = max(shares, default=(0.0, ""))
+    if not 0 < share < 1:
+        return Forecast(elapsed=elapsed)
+    return Forecast(
+        elapsed=elapsed,
+        limit=LIMIT_LABELS[key],
+        percent=round(share * 100),
+        remaining=elapsed * (1 - share) / share,
+    )
+
+
 def progress_context(run: ResearchRun) -> dict[str, Any]:
     budget = run.budget_contract
     usage = run.usage_contract
@@ -131,6 +157,7 @@ def progress_context(run: ResearchRun) -> dict[str, Any]:
     ]
     return {
         "run": run,
+        "forecast": forecast(run, limits, usage.elapsed_seconds),
         "meters": [
             Meter(LIMIT_LABELS[key].capitalize(), used, limit, unit, reached=key in stopped_at)
             for key, used, limit, unit in limits

@@ -45,3 +45,20 @@ def test_reads_name_the_source_and_the_questions_they_serve(owner, client_for):
     # The plan step says which version it produced and that the plan moved on since.
     assert "Produced plan version 1; the plan is now version 8." in html
     assert "Plan version 1 with 3 questions" not in html
+
+
+def test_progress_shows_elapsed_time_and_the_limit_met_first(owner, client_for):
+    run = make_run(
+        owner,
+        status="researching",
+        plan=plan_data(),
+        plan_version=1,
+        usage={"searches": 2, "fetched_sources": 3, "elapsed_seconds": 30.0, "iterations": 1},
+    )
+    run.budget = {**run.budget, "fetched_sources": 4}
+    run.save()
+    page = client_for(owner).get(reverse("research:run_detail", args=[run.pk])).content.decode()
+    assert "Running for 30 s." in page
+    # 3 of 4 sources read in 30 s: the last one at that pace in about 10 s.
+    assert "The limit it will meet first is sources read (75% used)" in page
+    assert "in about 10 s, unless the research finishes sooner." in page
