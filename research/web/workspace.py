@@ -271,20 +271,7 @@ def timeline_context(run: ResearchRun) -> dict[str, Any]:
         ).order_by("-created_at")[:TIMELINE_LIMIT]
     )[::-1]
     earlier = run.steps.count() - len(steps) if len(steps) == TIMELINE_LIMIT else 0
-    read_ids = _valid_uuids(
-        {StepInput.read(s.input).payload.source_id for s in steps if s.kind == "read"} - {""}
-    )
-    names = {
-        str(pk): SourceName(title or "", domain or "")
-        for pk, title, domain in ResearchSource.objects.filter(
-            run=run, pk__in=read_ids
-        ).values_list("id", "title", "domain")
-    }
-    answered: dict[str, set[str]] = {}
-    for source_id, question_ids in ResearchEvidence.objects.filter(
-        run=run, source_id__in=read_ids, out_of_scope=False
-    ).values_list("source_id", "question_ids"):
-        answered.setdefault(str(source_id), set()).update(question_ids or [])
+    names, answered = _read_sources(run, steps)
     numbered = _numbered_questions(run)
     now = timezone.now()
     rows = [
@@ -302,6 +289,28 @@ def timeline_context(run: ResearchRun) -> dict[str, Any]:
         for step in steps
     ]
     return {"run": run, "steps": rows, "earlier_steps": earlier}
+
+
+def _read_sources(
+    run: ResearchRun, steps: list[ResearchStep]
+) -> tuple[dict[str, SourceName], dict[str, set[str]]]:
+    """The sources the timeline's reads name, and the sub-questions their evidence answers
+    (two queries)."""
+    read_ids = _valid_uuids(
+        {StepInput.read(s.input).payload.source_id for s in steps if s.kind == "read"} - {""}
+    )
+    names = {
+        str(pk): SourceName(title or "", domain or "")
+        for pk, title, domain in ResearchSource.objects.filter(
+            run=run, pk__in=read_ids
+        ).values_list("id", "title", "domain")
+    }
+    answered: dict[str, set[str]] = {}
+    for source_id, question_ids in ResearchEvidence.objects.filter(
+        run=run, source_id__in=read_ids, out_of_scope=False
+    ).values_list("source_id", "question_ids"):
+        answered.setdefault(str(source_id), set()).update(question_ids or [])
+    return names, answered
 
 
 def _numbered_questions(run: ResearchRun) -> dict[str, str]:
