@@ -21,6 +21,8 @@ ROW_GAP = 8
 VALUE_GAP = 6
 # Room kept right of the longest bar for its number.
 VALUE_ROOM = 40
+# Characters of a bar's label that fit left of the bars at the chart's font size.
+LABEL_CHARS = 26
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def _bars(rows: list[tuple[str, int, bool]]) -> tuple[list[Bar], int]:
     span = WIDTH - LABEL_WIDTH - VALUE_ROOM
     bars = [
         Bar(
-            label=label if len(label) <= 28 else label[:27] + "…",
+            label=label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…",
             value=value,
             y=index * (BAR_HEIGHT + ROW_GAP),
             width=round(span * value / top),

@@ -193,7 +193,7 @@ def test_approving_starts_research(run, client_for, htmx_headers):
     page = response.content.decode()
     assert response.status_code == 200
     assert "Plan approved" in page
-    assert 'id="run-header" class="run-header" hx-swap-oob="true"' in page
+    assert 'id="run-header" class="run-header" data-status="queued" hx-swap-oob="true"' in page
     run.refresh_from_db()
     assert run.status == ResearchRun.Status.QUEUED and run.approved_at is not None
     assert run.plan_version == 1  # unchanged: the version the person saw was approved
