@@ -25,7 +25,7 @@ from evals.matching import (
     states_fact,
 )
 from evals.taskset import ContradictionSide, GoldPassage, Task
-from research.engine.citations import UNSUPPORTED_LABEL
+from research.engine.review import UNSUPPORTED_LABEL
 from research.engine.support import check_support
 
 FINDINGS_WITH_EVIDENCE_MIN = 0.9

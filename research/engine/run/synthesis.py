@@ -3,7 +3,7 @@
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 
-from research.engine.citations import CitationProblem, finalize_report, problems_as_text
+from research.engine.citations import CitationProblem, problems_as_text
 from research.engine.contracts import (
     ContradictionCandidate,
     Evidence,
@@ -19,12 +19,16 @@ from research.engine.contracts import (
     Statement,
     SynthesisRequest,
     Usage,
+    Verification,
+    VerificationRequest,
 )
 from research.engine.guards import BudgetRefused, estimate_tokens, source_cluster
 from research.engine.ports import ModelError
+from research.engine.review import ValidatedReport, finalize_report
 from research.engine.run.context import Phase, RunContext, View, outage_stop, stop_message
 from research.engine.run.metering import (
     MIN_SYNTHESIS_OUTPUT_TOKENS,
+    MIN_VERIFY_OUTPUT_TOKENS,
     OUTPUT_TOKEN_CAPS,
     PROMPT_OVERHEAD_TOKENS,
 )
@@ -149,11 +153,18 @@ class Synthesis(Phase):
         def repair(draft: Report, problems: Sequence[CitationProblem]) -> Report:
             return self._repair_report(run, view, gaps, summaries, partial, key, draft, problems)
 
+        def verify(request: VerificationRequest) -> Verification:
+            return self._verify_findings(run, key, request)
+
+        # Only a backend with a language model verifies; a report of quotations (extractive,
+        # or the program's own when the budget ran out) is checked deterministically.
+        verifying = self._verifier is not None and report.mode == "model"
         validated = finalize_report(
             report,
             run_id=run_id,
             evidence=evidence_by_id,
             repair=repair,
+            verify=verify if verifying else None,
             known_text=_plan_text(run.plan),
             standing={s.id: (s.quality.source_class, source_cluster(s)) for s in view.sources},
         )
@@ -162,23 +173,10 @@ class Synthesis(Phase):
             plan=run.plan,
             gaps=gaps,
             partial=partial,
-            methodology=self._methodology(run, view),
+            methodology=self._methodology(run, view) + _verifier_lines(validated),
         )
         self._store.save_report(run_id, report=final)
-        summary = (
-            f"Report with {sum(1 for s in final.statements() if s.kind == 'finding')} findings"
-        )
-        if validated.demoted_claim_ids:
-            summary += (
-                f"; {len(validated.demoted_claim_ids)} unsupported statements kept as caveats"
-            )
-        if validated.mismatched_claim_ids:
-            summary += f" ({len(validated.mismatched_claim_ids)} not borne out by their excerpts)"
-        if validated.removed_from_text:
-            summary += (
-                f"; {validated.removed_from_text} addresses, markers or markup removed from "
-                "statement text"
-            )
+        summary = _synthesis_summary(final, validated)
         self._store.finish_step(
             step.id,
             status="succeeded",
@@ -257,6 +255,31 @@ class Synthesis(Phase):
             )
         except BudgetRefused as refusal:
             raise ModelError(f"No budget is left to repair citations: {refusal.reason}") from None
+        return result.value
+
+    def _verify_findings(
+        self, run: RunContext, key: str, request: VerificationRequest
+    ) -> Verification:
+        """One verifier call, paid from the synthesis budget; raises :class:`ModelError`
+        when it cannot run (no verifier, no budget left, or a failed call)."""
+        if self._verifier is None:
+            raise ModelError("No verifier is configured.")
+        remaining = run.ledger.remaining(phase="synthesis").output_tokens
+        output_cap = min(OUTPUT_TOKEN_CAPS["verify"], remaining // self._calls)
+        if output_cap < MIN_VERIFY_OUTPUT_TOKENS:
+            raise ModelError("No output tokens are left in the budget for the verifier.")
+        request = request.model_copy(update={"max_output_tokens": output_cap})
+        verifier = self._verifier
+        try:
+            result = self._meter.call(
+                run.ledger,
+                f"{key}#verify#{uuid.uuid4().hex[:12]}",
+                self._meter.allowance(request.model_dump_json(), "verify", output_cap),
+                lambda: verifier.verify(request),
+                phase="synthesis",
+            )
+        except BudgetRefused as refusal:
+            raise ModelError(f"No budget is left for the verifier: {refusal.reason}") from None
         return result.value
 
     def _synthesis_output_cap(self, run: RunContext) -> int:
@@ -341,6 +364,43 @@ class Synthesis(Phase):
         )
         phase: ProgressPhase = "completed" if terminal == _S.COMPLETED else "budget_exhausted"
         self._progress.phase(run_id, phase, terminal, reason)
+
+
+def _synthesis_summary(final: Report, validated: ValidatedReport) -> str:
+    """The synthesis step's summary: findings, and what was not published as one."""
+    summary = f"Report with {sum(1 for s in final.statements() if s.kind == 'finding')} findings"
+    if validated.demoted_claim_ids:
+        summary += f"; {len(validated.demoted_claim_ids)} unsupported statements kept as caveats"
+    if validated.mismatched_claim_ids:
+        summary += f" ({len(validated.mismatched_claim_ids)} not borne out by their excerpts)"
+    if validated.unconfirmed_claim_ids:
+        summary += f" ({len(validated.unconfirmed_claim_ids)} not confirmed by the verifier)"
+    if validated.removed_from_text:
+        summary += (
+            f"; {validated.removed_from_text} addresses, markers or markup removed from "
+            "statement text"
+        )
+    if validated.verifier_notes:
+        summary += "; verifier: " + " ".join(validated.verifier_notes)
+    return display_text(summary, 2000)
+
+
+def _verifier_lines(validated: ValidatedReport) -> list[str]:
+    """Methodology lines on the verifier: what it judged, and what went wrong with it."""
+    if not validated.verifier_calls:
+        return []
+    judged = [s.verdict.verdict for s in validated.report.statements() if s.verdict is not None]
+    counts = ", ".join(
+        f"{judged.count(name)} {name.replace('_', ' ')}"
+        for name in ("supported", "partially_supported", "unsupported")
+        if judged.count(name)
+    )
+    line = (
+        f"A verifier model judged {len(judged)} findings against their cited excerpts"
+        f"{f' ({counts})' if counts else ''}; findings it did not find fully supported were "
+        "sent back once for repair, then kept only as labelled caveats."
+    )
+    return [display_text(text, 2000) for text in (line, *validated.verifier_notes)]
 
 
 def _gaps(plan: ResearchPlan, view: View) -> list[ReportGap]:
