@@ -4,6 +4,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 
 from research.engine.citations import CitationProblem, problems_as_text
+from research.engine.conflicts import find_value_conflicts
 from research.engine.contracts import (
     ContradictionCandidate,
     Evidence,
@@ -297,7 +298,7 @@ class Synthesis(Phase):
     ) -> SynthesisRequest:
         """Evidence cards that fit the synthesis token allowance: every contradiction's
         evidence, then each question's best items in turn, then the rest by relevance."""
-        contradictions = view.contradictions
+        contradictions = _with_value_conflicts(view)
         base = SynthesisRequest(
             plan=run.plan,
             evidence=[],
@@ -401,6 +402,19 @@ def _verifier_lines(validated: ValidatedReport) -> list[str]:
         "sent back once for repair, then kept only as labelled caveats."
     )
     return [display_text(text, 2000) for text in (line, *validated.verifier_notes)]
+
+
+def _with_value_conflicts(view: View) -> list[ContradictionCandidate]:
+    """The run's contradictions and the value conflicts its excerpts show
+    (:mod:`research.engine.conflicts`) that no claim key already names."""
+    clusters = {source.id: source_cluster(source) for source in view.sources}
+    named = [set(item.evidence_ids) for item in view.contradictions]
+    conflicts = [
+        item
+        for item in find_value_conflicts(view.evidence, clusters)
+        if not any(set(item.evidence_ids) <= ids for ids in named)
+    ]
+    return [*view.contradictions, *conflicts]
 
 
 def _gaps(plan: ResearchPlan, view: View) -> list[ReportGap]:
