@@ -9,8 +9,11 @@ answers, and the wrong one could lead the report. This module finds such pairs b
 * a **measure** is a number with a dimension — a unit of measure, a percentage or a currency
   (:func:`~research.engine.support.measures`: "100 °C" and "100 degrees Celsius" are one);
 * two measures speak of the **same quantity** when they have the same dimension, are found
-  for the same research question, and the clauses they stand in share what they are about:
-  most of the content words of the shorter clause occur in the other;
+  for the same research question, the clauses they stand in share at least three content
+  words (what is measured, of what, where: "water", "boil", "sea level"), and the word that
+  governs each value — the last content word before it, "boils at 100 °C", "the boiling
+  point … is 42 °C" — occurs in the other clause too ("freezes at 0 °C" is another quantity
+  in the same words);
 * they **conflict** when their values differ by more than rounding, and they come from
   different sources.
 
@@ -27,13 +30,9 @@ from decimal import Decimal
 from research.engine.contracts import ContradictionCandidate, ContradictionPosition, Evidence
 from research.engine.support import content_words, measures
 
-# The clauses of two measures are about the same thing when this share of the shorter one's
-# content words occurs in the longer one. A paraphrase keeps the subject, the predicate and
-# the qualifiers ("water", "boil", "sea level"); a different quantity stated in similar words
-# changes at least one of them, which in a clause of four or five content words is more than a
-# fifth ("water freezes at 0 °C at sea level" shares three of four with the boiling clause).
-SAME_QUANTITY = 0.8
-# Fewer shared content words than this say too little about what is measured to tell.
+# A quantity is named by what is measured, of what, and under which condition ("boil",
+# "water", "sea level"); clauses sharing fewer content words than that, the unit aside, say
+# too little about what they measure to be compared.
 MIN_SHARED_WORDS = 3
 # Values this close are one figure rounded differently (99.97 °C and 100 °C), not a conflict.
 ROUNDING = Decimal("0.02")
@@ -43,13 +42,15 @@ _CLAUSE_ENDS = ".!?;:\n"
 
 @dataclass(frozen=True)
 class _Stated:
-    """One measure as one excerpt states it, with the words of its clause."""
+    """One measure as one excerpt states it, with the words of its clause (the unit's own
+    words left out) and the word governing the value."""
 
     evidence: Evidence
     value: Decimal
     dimension: str
     text: str
     words: frozenset[str]
+    head: str
 
 
 def _clauses(text: str) -> list[str]:
@@ -65,26 +66,43 @@ def _clauses(text: str) -> list[str]:
     return [clause for clause in clauses if clause.strip()]
 
 
+def _head(clause: str, measure_text: str) -> str:
+    """The last content word before the measure in ``clause`` ("" when none)."""
+    before = clause[: max(clause.find(measure_text), 0)]
+    for token in reversed(before.split()):
+        words = content_words(token)
+        if words:
+            return next(iter(words))
+    return ""
+
+
 def _stated(item: Evidence) -> list[_Stated]:
     found = []
     for clause in _clauses(item.excerpt):
         found_here = measures(clause)
         dimensions = [m.dimension for m in found_here]
-        words = frozenset(content_words(clause))
+        unit_words = {word for m in found_here for word in content_words(m.text)}
+        words = frozenset(content_words(clause) - unit_words)
         for measure in found_here:
             # A clause giving two values of one dimension ("from 5 to 9 °C") does not say
             # which of them its words are about.
             if dimensions.count(measure.dimension) == 1:
-                found.append(_Stated(item, measure.value, measure.dimension, measure.text, words))
+                head = _head(clause, measure.text)
+                found.append(
+                    _Stated(item, measure.value, measure.dimension, measure.text, words, head)
+                )
     return found
 
 
 def _same_quantity(first: _Stated, second: _Stated) -> bool:
-    if first.dimension != second.dimension:
+    if first.dimension != second.dimension or not first.head or not second.head:
         return False
-    shared = len(first.words & second.words)
-    shorter = min(len(first.words), len(second.words))
-    return shared >= MIN_SHARED_WORDS and shared >= SAME_QUANTITY * shorter
+    shared = first.words & second.words
+    return (
+        len(shared) >= MIN_SHARED_WORDS
+        and first.head in second.words
+        and second.head in first.words
+    )
 
 
 def _close(first: Decimal, second: Decimal) -> bool:

@@ -273,10 +273,21 @@ def measures(text: str) -> list[Measure]:
     """The quantities of ``text`` that carry a dimension, in order (bare counts and years,
     which say nothing of what they measure, are left out)."""
     return [
-        Measure(q.value, q.unit or q.currency or "percent", q.text)
+        Measure(q.value, q.unit or q.currency or "percent", _without_counted_noun(q.text))
         for q in _quantities(text)
         if q.unit or q.currency or q.percent
     ]
+
+
+def _without_counted_noun(text: str) -> str:
+    """ "$1.2 billion to" → "$1.2 billion": a last word that is no unit, magnitude or currency
+    is the next word of the sentence, not part of the measure."""
+    words = text.split()
+    last = words[-1].lower() if words else ""
+    known = last in _UNITS or last in _CURRENCIES or last in _MAGNITUDES
+    if len(words) > 1 and last.isalpha() and not known and last not in ("percent", "cent"):
+        return " ".join(words[:-1])
+    return text
 
 
 def _dates(text: str) -> set[date]:
