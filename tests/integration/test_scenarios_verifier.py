@@ -178,3 +178,79 @@ def test_a_report_of_quotations_is_not_sent_to_the_verifier(owner, model, frozen
     run = _run(owner, model)
     assert not model.calls_for("verifier")
     assert all(s.verdict is None for s in report_of(run).statements())
+
+
+# Paraphrases of the excerpts this run verifies, written for this test: reordered words, other
+# number formats (48200, 48.2 thousand, 35%, 1.82 billion dollars), parts of a sentence.
+PARAPHRASES = {
+    "fourth quarter of 2023": [
+        "The five new stations recorded an average of 48200 boardings per weekday in the fourth "
+        "quarter of 2023.",
+        "An average of 48,200 boardings per weekday was recorded by the five new stations in the "
+        "fourth quarter of 2023.",
+        "From October to December 2023 the five new stations averaged 48,200 boardings per "
+        "weekday.",
+        "In the fourth quarter of 2023 the new stations recorded 48.2 thousand boardings per "
+        "weekday on average.",
+        "The five new stations recorded, on average, 48,200 weekday boardings in the fourth "
+        "quarter of 2023.",
+    ],
+    "newest Metro stations": [
+        "Harwick's newest Metro stations handled 48,200 boardings each weekday on average in the "
+        "last three months of 2023.",
+        "In the last three months of 2023 an average of 48,200 boardings each weekday were "
+        "handled by Harwick's newest Metro stations.",
+        "Harwick's newest Metro stations averaged 48200 boardings each weekday in the last three "
+        "months of 2023.",
+        "Each weekday in the last three months of 2023, the newest Metro stations in Harwick "
+        "handled 48,200 boardings on average.",
+        "The newest Metro stations of Harwick handled an average of 48.2 thousand weekday "
+        "boardings in the last three months of 2023.",
+    ],
+    "$1.82 billion": [
+        "It cost $1.82 billion to build.",
+        "Building it cost $1.82 billion, about 35 per cent more than the $1.35 billion "
+        "councillors approved in 2017.",
+        "The $1.82 billion it cost to build was about 35% more than the $1.35 billion "
+        "councillors approved in 2017.",
+        "Councillors approved $1.35 billion in 2017; it cost $1.82 billion to build.",
+        "It cost 1.82 billion dollars to build.",
+    ],
+    "$2.11 billion": [
+        "Add that and you get $2.11 billion.",
+        "The council signed off $1.35 billion in 2017.",
+        "With that added you get $2.11 billion, more than half as much again as the $1.35 "
+        "billion the council signed off in 2017.",
+        "In 2017 the council signed off $1.35 billion; add that and you get $2.11 billion.",
+        "Add that and the total is $2.11 billion, over half as much again as the council's "
+        "$1.35 billion of 2017.",
+    ],
+}
+
+
+def _paraphrasing_writer(request: SynthesisRequest) -> Report:
+    statements = []
+    for marker, texts in PARAPHRASES.items():
+        item = next(e for e in request.evidence if marker in e.excerpt)
+        statements += [
+            Statement(
+                claim_id=f"p{len(statements) + n}", kind="finding", text=t, evidence_ids=[item.id]
+            )
+            for n, t in enumerate(texts, start=1)
+        ]
+    return Report(
+        title=request.plan.objective[:300],
+        sections=[ReportSection(id="all", title="Findings", statements=statements)],
+        gaps=list(request.gaps),
+        partial=request.partial,
+    )
+
+
+def test_correct_paraphrases_are_published_as_findings(owner, model, frozen):
+    script(model, researcher(), synthesize=_paraphrasing_writer)
+    run = _run(owner, model)
+
+    statements = report_of(run).statements()
+    kept = [s for s in statements if s.claim_id.startswith("p") and s.kind == "finding"]
+    written = sum(len(texts) for texts in PARAPHRASES.values())
+    assert len(kept) / written >= 0.95, [s.text for s in statements if s.kind == "caveat"]
