@@ -2,6 +2,7 @@
 its prompt: findings and excerpts inside sealed envelopes, a schema-bound answer."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,6 +14,7 @@ from research.engine.contracts import (
 )
 from research.engine.ports import ModelError, Verifier
 from research.llm.extractive import ExtractiveModelClient
+from research.llm.factory import llm_config_from_settings
 from research.llm.prompts import verifier_prompt
 from research.llm.scripted import ScriptedModelClient
 from tests.llm.fake_openai import completion, json_completion
@@ -117,3 +119,10 @@ def test_a_scripted_model_falling_back_to_the_extractive_backend_has_no_verdicts
     model = ScriptedModelClient(fallback=ExtractiveModelClient())
     with pytest.raises(ModelError, match="No scripted answer is queued for the verifier call"):
         model.verify(REQUEST)
+
+
+def test_the_verifier_has_its_own_model_setting():
+    settings = SimpleNamespace(LLM_MODEL="writer-model", LLM_MODEL_VERIFIER="judge-model")
+    config = llm_config_from_settings(settings)
+    assert config.model_for("verifier") == "judge-model"
+    assert config.model_for("synthesizer") == "writer-model"

@@ -1,5 +1,6 @@
 """Synthesis: writing the report, repairing citations, gaps and the evidence it is shown."""
 
+import functools
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -24,7 +25,7 @@ from research.engine.contracts import (
     VerificationRequest,
 )
 from research.engine.guards import BudgetRefused, estimate_tokens, source_cluster
-from research.engine.ports import ModelError
+from research.engine.ports import ModelError, Verifier
 from research.engine.review import ValidatedReport, finalize_report
 from research.engine.run.context import Phase, RunContext, View, outage_stop, stop_message
 from research.engine.run.metering import (
@@ -154,18 +155,17 @@ class Synthesis(Phase):
         def repair(draft: Report, problems: Sequence[CitationProblem]) -> Report:
             return self._repair_report(run, view, gaps, summaries, partial, key, draft, problems)
 
-        def verify(request: VerificationRequest) -> Verification:
-            return self._verify_findings(run, key, request)
-
         # Only a backend with a language model verifies; a report of quotations (extractive,
         # or the program's own when the budget ran out) is checked deterministically.
-        verifying = self._verifier is not None and report.mode == "model"
+        verify = None
+        if self._verifier is not None and report.mode == "model":
+            verify = functools.partial(self._verify_findings, run, key, self._verifier)
         validated = finalize_report(
             report,
             run_id=run_id,
             evidence=evidence_by_id,
             repair=repair,
-            verify=verify if verifying else None,
+            verify=verify,
             known_text=_plan_text(run.plan),
             standing={s.id: (s.quality.source_class, source_cluster(s)) for s in view.sources},
         )
@@ -259,18 +259,15 @@ class Synthesis(Phase):
         return result.value
 
     def _verify_findings(
-        self, run: RunContext, key: str, request: VerificationRequest
+        self, run: RunContext, key: str, verifier: Verifier, request: VerificationRequest
     ) -> Verification:
         """One verifier call, paid from the synthesis budget; raises :class:`ModelError`
-        when it cannot run (no verifier, no budget left, or a failed call)."""
-        if self._verifier is None:
-            raise ModelError("No verifier is configured.")
+        when it cannot run (no budget left, or a failed call)."""
         remaining = run.ledger.remaining(phase="synthesis").output_tokens
         output_cap = min(OUTPUT_TOKEN_CAPS["verify"], remaining // self._calls)
         if output_cap < MIN_VERIFY_OUTPUT_TOKENS:
             raise ModelError("No output tokens are left in the budget for the verifier.")
         request = request.model_copy(update={"max_output_tokens": output_cap})
-        verifier = self._verifier
         try:
             result = self._meter.call(
                 run.ledger,
