@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from config.env import ConfigError
-from evals.backends import BACKENDS, NAIVE_BACKEND, model_factory
+from evals.backends import BACKENDS, NAIVE_BACKEND, VERIFYING_BACKENDS, model_factory
 from evals.environment import isolated_django
 from evals.gates import (
     BASELINE_PATH,
@@ -256,6 +256,7 @@ def apply_gates(results: list[BackendResult], *, full: bool) -> None:
             task_set=result.task_set,
             committed=committed,
             naive_totals=naive.get(result.task_set),
+            verifier=result.backend in VERIFYING_BACKENDS,
         )
 
 

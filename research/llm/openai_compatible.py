@@ -34,6 +34,8 @@ from research.engine.contracts import (
     ResearchPlan,
     SynthesisRequest,
     Usage,
+    Verification,
+    VerificationRequest,
 )
 from research.engine.guards import estimate_tokens
 from research.engine.ports import ModelError, ModelResult
@@ -47,6 +49,7 @@ from research.llm.prompts import (
     planner_prompt,
     repair_prompt,
     synthesizer_prompt,
+    verifier_prompt,
 )
 
 T = TypeVar("T", bound=BaseModel)
@@ -56,6 +59,7 @@ PHASE_LABELS: dict[Phase, str] = {
     "decider": "research decision",
     "extractor": "evidence extraction",
     "synthesizer": "report synthesis",
+    "verifier": "finding verification",
 }
 
 # A model that answers with pages of invalid text should not get all of it back in the repair
@@ -243,7 +247,7 @@ class OpenAICompatibleClient:
             {"usage": {"include": True}} if host.endswith("openrouter.ai") else {}
         )
 
-    # -- the four phases ---------------------------------------------------------------------
+    # -- the five phases ---------------------------------------------------------------------
 
     def plan(self, request: PlanRequest) -> ModelResult[ResearchPlan]:
         """Draft a research plan (no tools, no retrieved content)."""
@@ -265,6 +269,10 @@ class OpenAICompatibleClient:
         # These two are facts about the run, not the model's to decide.
         report = result.value.model_copy(update={"mode": "model", "partial": request.partial})
         return ModelResult(report, result.usage)
+
+    def verify(self, request: VerificationRequest) -> ModelResult[Verification]:
+        """Judge each finding against its cited excerpts (a tool-less call)."""
+        return self._call(verifier_prompt(request), Verification, request.max_output_tokens)
 
     # -- one validated call with at most one repair ------------------------------------------
 

@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 from dramatiq.middleware import TimeLimitExceeded
 
-from research.engine.ports import LeaseLost, ModelClient, SystemClock
+from research.engine.ports import LeaseLost, ModelClient, SystemClock, Verifier
 from research.engine.run.orchestrator import Orchestrator
 from research.engine.states import RunStatus, is_terminal
 from research.lifecycle import run_transition
@@ -57,6 +57,8 @@ def build_orchestrator(
         sources=WebSourceAdapter(sources_config_from_settings()),
         events=ChannelLayerEvents(),
         clock=SystemClock(),
+        # A backend with a language model verifies findings; the extractive one is no Verifier.
+        verifier=client if isinstance(client, Verifier) else None,
         # A model endpoint may need one repair call per request; the extractive backend never does.
         calls_per_request=1 if isinstance(client, ExtractiveModelClient) else 2,
     )
