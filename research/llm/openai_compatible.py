@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import openai
 from pydantic import BaseModel
 
+from research.engine.answers import AnswerDraft
 from research.engine.contracts import (
     ExtractionRequest,
     ExtractionResult,
@@ -265,6 +266,11 @@ class OpenAICompatibleClient:
         # These two are facts about the run, not the model's to decide.
         report = result.value.model_copy(update={"mode": "model", "partial": request.partial})
         return ModelResult(report, result.usage)
+
+    def answer(self, prompt: Prompt, limit: int | None = None) -> ModelResult[AnswerDraft]:
+        """Answer a question about a report from its frozen evidence (one tool-less call; the
+        prompt is :func:`research.llm.answers.answer_prompt`)."""
+        return self._call(prompt, AnswerDraft, limit)
 
     # -- one validated call with at most one repair ------------------------------------------
 

@@ -48,6 +48,7 @@ from research.models import ResearchEvidence, ResearchRun, ResearchSource, Resea
 from research.report_templates import template_sections
 from research.worker.leases import release_lease, renew_lease
 from research.worker.shutdown import SHUTTING_DOWN
+from research.worker.snapshots import snapshot_freeze
 
 _SOURCE_KIND = {
     "html": ResearchSource.Kind.WEB,
@@ -185,6 +186,8 @@ class DjangoStore:
             ResearchRun.objects.filter(pk=run_id).update(
                 report=report.model_dump(mode="json"), updated_at=timezone.now()
             )
+            # Every saved report version is frozen with its evidence (research/worker/snapshots.py).
+            snapshot_freeze(run_id, report, as_contract=evidence_from_row)
 
     # -- steps -----------------------------------------------------------------------------
 
