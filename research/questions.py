@@ -166,6 +166,16 @@ def answer_retry(*, turn: QuestionTurn) -> QuestionTurn:
     return turn
 
 
+def link_asking_update(*, run: ResearchRun, allowed: bool) -> ResearchRun:
+    """Let people holding the share link ask questions (or stop them). Call after checking
+    that the person may edit the run."""
+    ResearchRun.objects.filter(pk=run.pk).update(
+        link_viewers_may_ask=allowed, updated_at=timezone.now()
+    )
+    run.link_viewers_may_ask = allowed
+    return run
+
+
 def research_further(*, run: ResearchRun, turn: QuestionTurn, user: User) -> ResearchRun:
     """Start a follow-up run of the report's research with the unanswered question added."""
     if turn.status != _S.NOT_ANSWERED:
