@@ -125,6 +125,9 @@ class ResearchRun(models.Model):
     auto_approve = models.BooleanField(default=False)
     # Whether people holding the share link may ask questions of the report (docs/questions.md).
     link_viewers_may_ask = models.BooleanField(default=False)
+    # Clarifying questions answered before planning: [{"question": …, "answer": …}], given to
+    # the planner and kept in the plan's assumptions (research/llm/clarify.py).
+    clarifications = models.JSONField(default=list, blank=True)
 
     pause_requested = models.BooleanField(default=False)
     cancel_requested = models.BooleanField(default=False)

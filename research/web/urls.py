@@ -29,6 +29,7 @@ def _question_paths(prefix: str, name_prefix: str) -> list:
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("new/", views.run_new, name="run_new"),
+    path("new/hints/", views.composer_hints, name="composer_hints"),
     path("runs/<uuid:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<uuid:run_id>/plan/", views.run_plan, name="run_plan"),
     path("runs/<uuid:run_id>/sharing/", views.run_sharing, name="run_sharing"),

@@ -41,6 +41,7 @@ from research.engine.contracts import (
     WorkingState,
 )
 from research.engine.ports import AcquisitionErrorKind, LeaseLost
+from research.engine.run.planning import clarification_line
 from research.engine.states import RunStatus
 from research.engine.urls import UnsupportedURLError, canonical_url, hostname, url_hash
 from research.lifecycle import steps_cancel_unfinished, transition
@@ -112,6 +113,10 @@ class DjangoStore:
             ),
             resume_phase=run.resume_phase or None,
             requested_sections=list(template_sections(run.report_template)),
+            clarifications=[
+                clarification_line(item["question"], item["answer"])
+                for item in run.clarifications or []
+            ],
         )
 
     def transition(
