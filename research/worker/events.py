@@ -14,7 +14,8 @@ from typing import Any
 import redis.exceptions
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
-from pydantic import BaseModel
+
+from research.engine.contracts import ProgressEvent
 
 logger = logging.getLogger(__name__)
 
@@ -40,10 +41,9 @@ class ChannelLayerEvents:
     def __init__(self) -> None:
         self.layer = get_channel_layer()
 
-    def emit(self, event: BaseModel) -> None:
-        payload = event.model_dump(mode="json")
-        message = {"type": "run.event", "event": payload}
-        publish(self.layer, run_group(payload["run_id"]), message, about=f"run {payload['run_id']}")
+    def emit(self, event: ProgressEvent) -> None:
+        message = {"type": "run.event", "event": event.model_dump(mode="json")}
+        publish(self.layer, run_group(event.run_id), message, about=f"run {event.run_id}")
 
 
 def topic_group(topic_id: object) -> str:
