@@ -23,7 +23,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.models import User
-from research.access import can_edit_run
+from research.access import can_control_run, can_edit_run
 from research.engine.answers import NOT_ANSWERED, FrozenEvidence
 from research.engine.citations import describe_locator
 from research.engine.states import RunStatus
@@ -63,6 +63,11 @@ class Asker:
     @property
     def member(self) -> User | None:
         return self.user if self.user.is_authenticated and not self.share_token else None
+
+    @property
+    def may_research_further(self) -> bool:
+        """Starting a follow-up run is the refine control: owners and editors only."""
+        return self.member is not None and can_control_run(self.user, self.run)
 
     def url(self, name: str, *args: object) -> str:
         if self.share_token:
@@ -118,7 +123,7 @@ def _turn_view(asker: Asker, topic: QuestionTopic, turn: QuestionTurn) -> dict[s
     ]
     further = (
         turn.status == QuestionTurn.Status.NOT_ANSWERED
-        and asker.member is not None
+        and asker.may_research_further
         and asker.run.status == RunStatus.COMPLETED
     )
     return {
@@ -239,7 +244,7 @@ def turn_action(
 ) -> HttpResponse:
     topic = topic_get(asker.run, topic_id)
     turn = turn_get(topic, turn_id)
-    if not asker.may_ask or (action == "research-further" and asker.member is None):
+    if not asker.may_ask or (action == "research-further" and not asker.may_research_further):
         raise Http404("No such question.")
     try:
         if action == "cancel":

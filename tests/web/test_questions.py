@@ -127,6 +127,19 @@ def test_not_answered_offers_research_further(client_for, run, topic, owner):
     assert response.status_code == 302 and response["Location"].endswith(f"/runs/{child.pk}/")
 
 
+def test_viewers_cannot_start_research_further(client_for, run, topic, owner, viewer):
+    turn = question_ask(topic=topic, question="Which composer wrote the city's anthem?", user=owner)
+    answer_turn(str(turn.pk), model=None)
+    client = client_for(viewer)
+    assert (
+        "Research further with this question"
+        not in client.get(topic_url(run, topic)).content.decode()
+    )
+    url = reverse("research:turn_action", args=[run.pk, topic.pk, turn.pk, "research-further"])
+    assert client.post(url).status_code == 404
+    assert not ResearchRun.objects.filter(parent_run=run).exists()
+
+
 def test_cancel_and_retry_from_the_page(client_for, run, topic, owner, htmx_headers):
     turn = question_ask(topic=topic, question=QUESTION, user=owner)
     client = client_for(owner, **htmx_headers)
