@@ -31,6 +31,7 @@ from research.models import ResearchRun
 from research.sources import WebSourceAdapter
 from research.sources.config import sources_config_from_settings
 from research.worker import webhooks
+from research.worker.answers import ANSWER_TIME_LIMIT_SECONDS, answer_turn
 from research.worker.crashes import clear_crashes, record_crash
 from research.worker.events import ChannelLayerEvents
 from research.worker.leases import Heartbeat, claim_run, new_owner_id, release_lease
@@ -194,3 +195,14 @@ def wake_queued_runs() -> None:
     )
     for pk in waiting:
         advance_run.send(str(pk))
+
+
+@dramatiq.actor(
+    queue_name="questions",
+    max_retries=3,
+    min_backoff=5_000,
+    time_limit=ANSWER_TIME_LIMIT_SECONDS * 1000,
+)
+def answer_question(turn_id: str) -> None:
+    """Answer one question about a report from its frozen evidence; safe to run twice."""
+    answer_turn(turn_id, model=configured_model_client())

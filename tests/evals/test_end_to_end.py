@@ -53,6 +53,8 @@ def test_extractive_backend_passes_the_gates_on_three_tasks(frozen, attempted_ur
 
     gates = evaluate_gates(aggregate([run.score for run in runs]))
     assert [g.name for g in gates if not g.passed] == []
+    # The finished report is asked a follow-up whose answer is in its frozen evidence.
+    assert runs[0].follow_up is not None and runs[0].follow_up.quoted
     official, conflict, injection = (run.score for run in runs)
     assert official.facts_stated == ["boardings", "cost", "budget"] and official.primary_cited
     assert conflict.contradiction_both_sides
