@@ -21,9 +21,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from research.engine.review import MISMATCH_LABEL, UNSUPPORTED_LABEL, finalize_report
 from research.engine.contracts import Contract, Evidence, Report, ReportSection, Statement
 from research.engine.contracts.base import _Part
+from research.engine.review import MISMATCH_LABEL, UNSUPPORTED_LABEL, finalize_report
 
 QUESTION_MAX_CHARS = 1000
 # What one answer may hold: enough statements to answer a follow-up, few enough to read.
