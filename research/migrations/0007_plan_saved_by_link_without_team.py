@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('research', '0005_webhooks'),
+        ('research', '0006_report_questions'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
