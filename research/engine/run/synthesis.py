@@ -213,6 +213,7 @@ class Synthesis(Phase):
                 call_key,
                 self._meter.allowance(request.model_dump_json(), "synthesize", output_cap),
                 lambda: self._model.synthesize(request),
+                kind="synthesize",
                 phase="synthesis",
             )
         except BudgetRefused:
@@ -253,6 +254,7 @@ class Synthesis(Phase):
                 call_key,
                 self._meter.allowance(request.model_dump_json(), "synthesize", output_cap),
                 lambda: self._model.synthesize(request),
+                kind="synthesize",
                 phase="synthesis",
             )
         except BudgetRefused as refusal:
