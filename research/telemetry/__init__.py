@@ -4,7 +4,8 @@ The engine, the sources and the model clients report through the observer port
 (``research.engine.observe``); :func:`configure` installs a :class:`TelemetryObserver` for the
 process when metrics or tracing are on (``research.apps`` calls it at start-up). The
 layers above call the functions here directly: lifecycle transitions (:func:`run_transitioned`),
-the worker (:func:`lease_lost`, :func:`reaped`, :class:`ObservedEvents` around the event sink)
+the worker (:func:`step_finished` from its store, :func:`lease_lost`, :func:`reaped`,
+:class:`ObservedEvents` around the event sink)
 and the live consumer (:func:`websocket_opened`, :func:`websocket_closed`). With metrics off
 they return at once and nothing is imported from prometheus_client. docs/operations.md.
 """
@@ -146,20 +147,25 @@ def websocket_closed() -> None:
         WEBSOCKETS.dec()
 
 
+def step_finished(kind: str, outcome: str) -> None:
+    """A step was finished in the store (``DjangoStore.finish_step``, after its write)."""
+    if _state.metrics:
+        from research.telemetry.metrics import ACTIONS
+
+        ACTIONS.labels(kind, outcome).inc()
+
+
 class ObservedEvents:
-    """An :class:`~research.engine.ports.EventSink` that counts finished steps (by kind and
-    outcome) and source status changes before passing each event on."""
+    """An :class:`~research.engine.ports.EventSink` that counts source status changes before
+    passing each event on."""
 
     def __init__(self, inner: EventSink) -> None:
         self._inner = inner
 
     def emit(self, event: Any) -> None:
         if _state.metrics:
-            from research.telemetry.metrics import ACTIONS, SOURCES
+            from research.telemetry.metrics import SOURCES
 
-            kind = getattr(event, "type", "")
-            if kind == "step_finished":
-                ACTIONS.labels(event.kind, event.outcome).inc()
-            elif kind == "source_updated":
+            if getattr(event, "type", "") == "source_updated":
                 SOURCES.labels(event.status).inc()
         self._inner.emit(event)
