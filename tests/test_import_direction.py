@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "research.templatetags": 70,
     "research.services": 60,
     "research.selectors": 60,
+    "research.usage": 60,
     "research.worker.tasks": 55,
     "research.worker.reaper": 55,
     "research.worker.actors": 54,

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from research.web import reports, views
+from research.web import reports, usage, views
 
 app_name = "research"
 
@@ -10,6 +10,10 @@ _SECTIONS = ("header", "progress", "timeline", "sources", "controls")
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("new/", views.run_new, name="run_new"),
+    path("usage/", usage.usage, name="usage"),
+    path("usage.csv", usage.usage_csv, name="usage_csv"),
+    path("usage/team/<int:team_id>/", usage.usage, name="team_usage"),
+    path("usage/team/<int:team_id>.csv", usage.usage_csv, name="team_usage_csv"),
     path("runs/<uuid:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<uuid:run_id>/plan/", views.run_plan, name="run_plan"),
     path("runs/<uuid:run_id>/sharing/", views.run_sharing, name="run_sharing"),
