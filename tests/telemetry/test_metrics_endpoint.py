@@ -124,3 +124,51 @@ def test_bad_operations_settings_stop_start_up_with_a_sentence(env, message, tmp
     assert message in result.stderr
     assert result.stderr.startswith("Configuration error: ")
     assert "Traceback" not in result.stderr
+
+
+def test_the_reaper_and_a_lost_lease_are_counted(metrics_on, owner):
+    from datetime import timedelta
+
+    import dramatiq
+    from django.utils import timezone
+
+    from research.worker.actors import advance_run
+    from research.worker.reaper import reap_once
+
+    before = scrape(metrics_on)
+    make_run(
+        owner,
+        status="researching",
+        lease_owner="gone",
+        lease_expires_at=timezone.now() - timedelta(seconds=5),
+    )
+    try:
+        assert len(reap_once()) == 1
+    finally:
+        dramatiq.get_broker().flush(advance_run.queue_name)
+    telemetry.lease_lost()
+    after = scrape(metrics_on)
+    assert (
+        value(after, "research_runs_reaped_total") - value(before, "research_runs_reaped_total")
+        == 1
+    )
+    lost = "research_lease_losses_total"
+    assert value(after, lost) - value(before, lost) == 1
+
+
+def test_with_metrics_off_nothing_moves(owner, settings):
+    token = "t" * 32
+    settings.METRICS_ENABLED, settings.METRICS_TOKEN = True, token
+    settings.PROMETHEUS_MULTIPROC_DIR = ""
+    telemetry.configure(metrics=False, tracing=None)
+    before = scrape(token)
+    run = make_run(owner, status="researching")
+    lifecycle.transition(run.pk, expected="researching", to="failed")
+    observe.observer().retried("fetch")
+    after = scrape(token)
+    assert value(after, 'research_runs_finished_total{status="failed"}') == value(
+        before, 'research_runs_finished_total{status="failed"}'
+    )
+    assert value(after, 'research_retries_total{operation="fetch"}') == value(
+        before, 'research_retries_total{operation="fetch"}'
+    )
