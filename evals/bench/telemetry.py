@@ -7,7 +7,8 @@ sent over OTLP/HTTP to a loopback collector that decodes every request — in ``
 after one unmeasured warm-up run of each, in one process. Alternating spreads drift of the
 machine over both sides. The figure is the
 ratio of the medians, on / off; the target is at most 1.02. The "on" side includes flushing
-the spans still buffered at the end of the run, as a worker does after each attempt.
+the spans still buffered at the end of the run (a worker leaves them to the background
+exporter; counting the flush makes the figure an upper bound).
 """
 
 from __future__ import annotations

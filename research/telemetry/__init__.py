@@ -98,7 +98,8 @@ def configure_from_settings() -> None:
 
 
 def flush_traces() -> None:
-    """Send the spans still buffered (a worker attempt's end; tests)."""
+    """Send the spans still buffered now (tests and benchmarks; workers let the batch
+    processor send them in the background)."""
     if _state.tracing is not None:
         _state.tracing.flush()
 

@@ -81,9 +81,10 @@ def configured_model_client() -> ModelClient:
 @dramatiq.actor(queue_name="research", max_retries=3, min_backoff=5_000, time_limit=_TIME_LIMIT_MS)
 def advance_run(run_id: str) -> None:
     """Advance one run as far as it can go without a person; safe to run twice."""
+    # Log lines and spans of this attempt name the run. Spans leave in the background
+    # (batched every few seconds, and at exit), never holding up the next message.
     with observe.working_on(run_id):
         _advance(run_id)
-    telemetry.flush_traces()
 
 
 def _advance(run_id: str) -> None:

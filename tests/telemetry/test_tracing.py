@@ -34,6 +34,7 @@ def test_one_run_makes_one_trace_with_phase_spans_and_no_source_text(owner, web,
         assert run.status == "awaiting_approval", run.last_error
         services.plan_approve(run=run, expected_version=run.plan_version)
         advance_run(str(run.pk))
+    telemetry.flush_traces()
     run = ResearchRun.objects.get(pk=run.pk)
     assert run.status in ("completed", "budget_exhausted"), run.last_error
 
