@@ -101,7 +101,7 @@ def _rows(runs: QuerySet[ResearchRun], *group: str) -> list[dict[str, Any]]:
 
 
 @dataclass(frozen=True)
-class Usage:
+class UsageSummary:
     totals: dict[str, Any]
     days: list[dict[str, Any]]
     users: list[dict[str, Any]]
@@ -110,7 +110,7 @@ class Usage:
     slowest: list[dict[str, Any]]
 
 
-def usage_summary(scope: Scope, *, days: int) -> Usage:
+def usage_summary(scope: Scope, *, days: int) -> UsageSummary:
     """Usage of the runs in ``scope`` created in the last ``days`` days."""
     since = timezone.now() - timedelta(days=days)
     runs = scope.runs().filter(created_at__gte=since).annotate(cost_reported=_COST)
@@ -130,4 +130,4 @@ def usage_summary(scope: Scope, *, days: int) -> Usage:
         .order_by("-took")
         .values("pk", "status", "owner__username", "took", "created_at")[:SLOWEST]
     )
-    return Usage(totals, by_day, by_user, by_team, failures, slowest)
+    return UsageSummary(totals, by_day, by_user, by_team, failures, slowest)
