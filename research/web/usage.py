@@ -74,10 +74,13 @@ def usage(request: HttpRequest, team_id: int | None = None) -> HttpResponse:
     for row in summary.days:
         row["tokens"] = row["input_tokens"] + row["output_tokens"]
     charts = [
-        ("Runs per day", bars(summary.days, "runs")),
-        ("Tokens per day", bars(summary.days, "tokens")),
-        ("Searches per day", bars(summary.days, "searches")),
-        ("Fetches per day", bars(summary.days, "fetched_sources")),
+        (title, drawn, max((bar.value for bar in drawn), default=0))
+        for title, drawn in (
+            ("Runs per day", bars(summary.days, "runs")),
+            ("Tokens per day", bars(summary.days, "tokens")),
+            ("Searches per day", bars(summary.days, "searches")),
+            ("Fetches per day", bars(summary.days, "fetched_sources")),
+        )
     ]
     context = {
         "scope": scope,
