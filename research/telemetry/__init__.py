@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from research.engine import observe
 
 if TYPE_CHECKING:
-    from research.engine.contracts import Usage
+    from research.engine.contracts import ProgressEvent, Usage
     from research.engine.ports import EventSink
     from research.telemetry.tracing import Tracing
 
@@ -163,10 +163,9 @@ class ObservedEvents:
     def __init__(self, inner: EventSink) -> None:
         self._inner = inner
 
-    def emit(self, event: Any) -> None:
-        if _state.metrics:
+    def emit(self, event: ProgressEvent) -> None:
+        if _state.metrics and event.type == "source_updated":
             from research.telemetry.metrics import SOURCES
 
-            if getattr(event, "type", "") == "source_updated":
-                SOURCES.labels(event.status).inc()
+            SOURCES.labels(event.status).inc()
         self._inner.emit(event)
