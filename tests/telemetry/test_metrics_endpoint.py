@@ -172,3 +172,24 @@ def test_with_metrics_off_nothing_moves(owner, settings):
     assert value(after, 'research_retries_total{operation="fetch"}') == value(
         before, 'research_retries_total{operation="fetch"}'
     )
+
+
+def test_source_updates_are_counted_by_status_and_passed_on(metrics_on):
+    from research.engine.contracts import SourceUpdated
+
+    received = []
+
+    class Sink:
+        def emit(self, event):
+            received.append(event)
+
+    key = 'research_sources_total{status="fetched"}'
+    before = value(scrape(metrics_on), key)
+    event = SourceUpdated(
+        run_id="r1", source_id="s1", status="fetched", domain="example.org", message="Read"
+    )
+    telemetry.ObservedEvents(Sink()).emit(event)
+    text = scrape(metrics_on)
+    assert value(text, key) - before == 1
+    assert received == [event]
+    assert "example.org" not in text
