@@ -57,7 +57,8 @@ class Extraction(Phase):
                     _S.RESEARCHING,
                     f"Extracting evidence from {domain}",
                 )
-                calls.append((job, key, pool.submit(self._meter.traced("extract", self._model.extract), request), request))
+                extract = self._meter.traced("extract", self._model.extract)
+                calls.append((job, key, pool.submit(extract, request), request))
             for job, key, future, request in calls:
                 self._finish_extraction(run, batch, job, key, future, request)
             pending = deferred
