@@ -111,6 +111,7 @@ def real_values(owner, team) -> dict[str, str]:
         "membership_id": str(membership.pk),
         "token_id": str(api_token.pk),
         "hook_id": str(hook.pk),
+        "team_id": str(team.pk),
         "app_label": "research",
         "content_type_id": str(ContentType.objects.get_for_model(ResearchRun).pk),
         "object_id": str(run.pk),
