@@ -35,8 +35,8 @@ current_step_id: contextvars.ContextVar[str] = contextvars.ContextVar(
 
 class Observer(Protocol):
     def model_call(self, phase: str, usage: Usage, *, failed: bool) -> None:
-        """One model call settled by the meter: ``phase`` is plan, decide, extract or
-        synthesize; ``usage`` what it used (its cost only when the provider reported one)."""
+        """One model call settled by the meter: ``phase`` is plan, decide, extract,
+        synthesize or verify; ``usage`` what it used (its cost only when the provider reported one)."""
 
     def retried(self, operation: str) -> None:
         """One more attempt of ``operation`` (search, fetch, model, or a step after a crash)."""

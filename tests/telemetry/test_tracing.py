@@ -75,6 +75,7 @@ def test_one_run_makes_one_trace_with_phase_spans_and_no_source_text(owner, web,
     # Every attribute is an id (a run or step UUID) or a name from a closed set of the code
     # (a phase, a step kind, a provider, an outcome); nothing from a page or the question.
     closed = {"planning", "research", "synthesis", "plan", "decide", "extract", "synthesize"}
+    closed |= {"verify"}
     closed |= {"searxng", "web", "ok", "error"}
     for span in spans:
         for key, value in span.attributes.items():
