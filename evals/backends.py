@@ -33,12 +33,12 @@ from research.engine.contracts import (
     SynthesisRequest,
 )
 from research.engine.ports import ModelClient, ModelResult
+from research.engine.quoted_report import write_extractive_report
 from research.llm.extractive import (
     ExtractiveModelClient,
     extractive_decision,
     extractive_evidence,
 )
-from research.llm.extractive_report import write_extractive_report
 from research.llm.scripted import ScriptedModelClient
 
 BACKENDS = ("extractive", "scripted", "openai")
