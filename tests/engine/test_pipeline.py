@@ -31,7 +31,8 @@ from research.engine.ledger import (
 from research.engine.ports import AcquisitionError
 from tests.engine.clock import FakeClock
 from tests.engine.factories import make_candidate, make_document, make_plan
-from tests.engine.fakes import MemoryStore, MemoryWeb
+from tests.engine.fakes import MemoryWeb
+from tests.engine.memory_store import MemoryStore
 
 RUN = "run-1"
 OFFICIAL = "https://insee.fr/en/gdp-2023"
