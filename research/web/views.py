@@ -270,7 +270,7 @@ def _plan_save(
         raise RunActionError(" ".join(exc.messages)) from None
     return services.plan_save(
         run=run,
-        plan=plan_from_editor(editor, current=run.plan or {}),
+        plan=plan_from_editor(editor, current=run.plan_contract),
         expected_version=editor.form.cleaned_data["plan_version"],
         source_policy=policy,
         approve=approve,
@@ -293,10 +293,10 @@ def _plan_merge(request: HttpRequest, run: ResearchRun) -> tuple[Merge, PlanEdit
     """The person's submitted editor merged field by field into the current version."""
     return plan_merged_editor(
         request.POST,
-        run.plan or {},
+        run.plan_contract,
         run.plan_version,
         extra_sections=template_sections(run.report_template),
-        policy=run.source_policy,
+        policy=run.policy_contract,
     )
 
 
@@ -320,7 +320,7 @@ def _plan_conflict(
 def _plan_review(request: HttpRequest, run: ResearchRun, *, merge: bool) -> HttpResponse:
     """For a form with unsaved edits when a newer version arrives: compare it with that
     version ("review", into the form's review panel) or merge that version into it."""
-    if run.status != RunStatus.AWAITING_APPROVAL:
+    if run.status != RunStatus.AWAITING_APPROVAL or run.plan_contract is None:
         return render(request, f"{WORKSPACE}#plan_review", {"run": run, "review_closed": True})
     merged, editor = _plan_merge(request, run)
     if merge:

@@ -17,10 +17,10 @@ from tests.web.factories import awaiting_run
 def editor_post(run: ResearchRun, **changes: str) -> dict[str, str]:
     """Exactly what the plan form posts for the run's current version, with ``changes``."""
     initial = stored_initial(
-        run.plan,
+        run.plan_contract,
         run.plan_version,
         extra_sections=template_sections(run.report_template),
-        policy=run.source_policy,
+        policy=run.policy_contract,
     )
     data = {name: str(initial[name]) for name in initial if name != "contradictions_allowed"}
     if initial["contradictions_allowed"]:

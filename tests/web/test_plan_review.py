@@ -20,10 +20,10 @@ def form_data(run: ResearchRun, **changes) -> dict[str, str]:
     plan = run.plan
     questions = changes.pop("questions", plan["questions"])
     initial = stored_initial(
-        plan,
+        run.plan_contract,
         run.plan_version,
         extra_sections=template_sections(run.report_template),
-        policy=run.source_policy,
+        policy=run.policy_contract,
     )
     data = {
         "plan_version": str(run.plan_version),
