@@ -23,8 +23,10 @@ def _token_ok(request: HttpRequest) -> bool:
     token = settings.METRICS_TOKEN
     header = request.headers.get("Authorization", "")
     scheme, _, given = header.partition(" ")
-    return bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(
-        given.strip().encode(), token.encode()
+    return (
+        bool(token)
+        and scheme.lower() == "bearer"
+        and hmac.compare_digest(given.strip().encode(), token.encode())
     )
 
 

@@ -103,7 +103,9 @@ def usage_csv(request: HttpRequest, team_id: int | None = None) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="usage.csv"'
     writer = csv.writer(response)
-    writer.writerow(["day", "runs", "failed", *COUNTERS, "reported_cost", "runs_with_reported_cost"])
+    writer.writerow(
+        ["day", "runs", "failed", *COUNTERS, "reported_cost", "runs_with_reported_cost"]
+    )
     for row in summary.days:
         cost = row["cost"] if row["cost_runs"] else ""
         writer.writerow(
