@@ -13,7 +13,7 @@ _STOP_WORDS_TEXT = """
     latest current recent recently now today much many some any all please find search
     show tell me give
 """
-_STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 _OPERATOR = re.compile(
     r"(?<!\S)(-?)(site|inurl|intitle|filetype|before|after):(\S+)", re.IGNORECASE
 )
@@ -108,7 +108,7 @@ def fingerprint_query(query: str) -> QueryFingerprint:
         for word in token.split("-"):
             if _YEAR.match(word):
                 dates.add(word)
-            elif word and word not in _STOP_WORDS:
+            elif word and word not in STOP_WORDS:
                 terms.add(_singular(word))
     return QueryFingerprint(
         terms=tuple(sorted(terms)),
