@@ -130,6 +130,35 @@ _ANSWER_SHAPES = (
             r"\b(?:by|uses?|using|works?|through|convert\w*|transfer\w*|process\w*)\b", re.I
         ),
     ),
+    # The question types of docs/llm.md in general terms: each answer shape is grammar (a
+    # version number, a definition's copula, an instruction, a contrast, a stated default or
+    # polarity), not vocabulary of any subject.
+    (  # date or version: "since which release", "which version"
+        re.compile(r"\b(?:which|what)\s+(?:\w+\s+)?(?:versions?|releases?)\b", re.I),
+        re.compile(r"\b(?:versions?|releases?|since|added in|new in)\s+v?\d+(?:\.\d+)+|"
+                   r"\bv?\d+\.\d+(?:\.\d+)?\b", re.I),
+    ),
+    (  # definition: "what is X", "what does X mean"
+        re.compile(r"^what\s+(?:is|are)\s+(?:an?|the)?\s*\w|^what does .+ mean\b", re.I),
+        re.compile(r"\b(?:is|are)\s+(?:an?|the|one|when)\b|\brefers? to\b|\bmeans?\b|"
+                   r"\bis (?:called|known as)\b", re.I),
+    ),
+    (  # procedure: "how do I", "how can I", "how to"
+        re.compile(r"^how\s+(?:do|can|should|would)\s+(?:i|we|you|one)\b|^how to\b", re.I),
+        re.compile(r"^(?:to\s+\w+|use|run|call|set|pass|add|open|create|specify|install|"
+                   r"enable|disable)\b|\b(?:use|run|call|pass|set|specify)\s+(?:the|a|an)\b|"
+                   r"\byou can\b", re.I),
+    ),
+    (  # comparison: "differ", "compare", "safer than", "versus"
+        re.compile(r"\b(?:differ\w*|difference|compare\w*|versus|vs\.?|\w+er than)\b", re.I),
+        re.compile(r"\b(?:unlike|whereas|instead of|rather than|than|while|differs?|compared)\b",
+                   re.I),
+    ),
+    (  # yes/no: "does X…", "can I…", "is X…" — answered by a stated default or polarity
+        re.compile(r"^(?:is|are|does|do|can|could|should|will|has|have)\b", re.I),
+        re.compile(r"\b(?:not|no|never|only|must|cannot|can't|by default|defaults? to|"
+                   r"(?:is|are) (?:enabled|disabled|required|optional|supported)|yes)\b", re.I),
+    ),
 )
 
 
