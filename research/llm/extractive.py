@@ -10,6 +10,7 @@ synthesizer groups the quotations by question and states the gaps
 call with zero tokens.
 """
 
+import re
 from dataclasses import dataclass
 
 from research.engine.contracts import (
@@ -221,13 +222,22 @@ def _unlimited(remaining: Usage) -> bool:
     )
 
 
+def _path_words(path: str) -> str:
+    """The words of an address path ("/docs/git-bisect.html" → "docs git bisect"), without
+    the file type."""
+    return " ".join(re.split(r"[^A-Za-z0-9]+", re.sub(r"\.[A-Za-z0-9]{1,5}$", "", path)))
+
+
 class _CandidateRanker:
-    """Scores unread search results against questions: term coverage of title and snippet,
-    a small bonus for preferred domains, a small penalty for lower discovery rank."""
+    """Scores unread search results against questions: term coverage of title, snippet and
+    the address path's words, a small bonus for preferred domains, a small penalty for lower
+    discovery rank."""
 
     def __init__(self, candidates: list[CandidateSummary]) -> None:
         self.terms = {
-            c.source_id: frozenset(content_terms(f"{c.title} {c.snippet} {c.domain}"))
+            c.source_id: frozenset(
+                content_terms(f"{c.title} {c.snippet} {c.domain} {_path_words(c.path)}")
+            )
             for c in candidates
         }
         self.weights = TermWeights(self.terms.values())

@@ -76,3 +76,23 @@ def test_a_short_value_block_after_a_relevant_description_is_quoted_too() -> Non
 
     assert "Default: 4096 * 1024." in quoted
     assert "Default: 3." not in quoted  # the value of an option the question is not about
+
+
+def test_answer_shapes_follow_the_question_type() -> None:
+    from research.llm.question_terms import answer_shape_bonus
+
+    cases = [
+        ("Since which release can I use upserts?", "Upserts were added in version 3.24.0.",
+         "Upserts are useful."),
+        ("What is a sparse checkout?", "A sparse checkout is a working tree with some files.",
+         "Sparse checkouts save space."),
+        ("How do I enable tracing?", "Use the trace flag to enable tracing.",
+         "Tracing slows programs."),
+        ("How does a lease differ from a lock?", "Unlike a lock, a lease expires.",
+         "Leases expire."),
+        ("Does the parser check types automatically?", "Type checks are disabled by default.",
+         "The parser reads files."),
+    ]
+    for question, answer, other in cases:
+        assert answer_shape_bonus(question, answer) > 0, question
+        assert answer_shape_bonus(question, other) == 0, question

@@ -207,3 +207,18 @@ def test_a_question_covered_by_one_page_reads_a_second_strong_match_but_never_se
 
     finished = _decide(make_brief(plan, coverage=[primary], candidates=[weak]))
     assert [a.type for a in finished] == ["finish"]
+
+
+def test_the_address_path_names_a_reference_page_whose_title_is_short():
+    from research.engine.contracts import CandidateSummary
+
+    plan = make_plan("What does the glossary say an identity map is?")
+    short = CandidateSummary(
+        source_id="s1", status="candidate", title="Reference", domain="docs.example",
+        path="/en/14/identity-map.html",
+    )
+    other = candidate("s2", "Reference", domain="docs.example")
+    brief = make_brief(plan, candidates=[other, short], recent_queries=["glossary identity map"])
+
+    reads = [a for a in _decide(brief) if a.type == "read"]
+    assert reads and reads[0].source_id == "s1"

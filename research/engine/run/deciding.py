@@ -4,6 +4,7 @@ import logging
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from research.engine.contracts import (
     CandidateSummary,
@@ -422,6 +423,7 @@ class Deciding(Phase):
                 status=s.status,
                 title=display_text(s.title, 200),
                 domain=s.domain,
+                path=display_text(urlsplit(s.url).path, 200),
                 snippet=display_text(s.snippet, 300),
                 preferred=preferred,
             )
