@@ -112,7 +112,7 @@ FIRST_PARTY_NOTE_PREFIX = "First-party (heuristic):"
 _FORGE_DOMAINS = _names("github.com gitlab.com codeberg.org bitbucket.org sr.ht")
 
 # A word of a question that names something: it carries a capital letter after its first
-# character or a digit, dot or underscore joining letters (SQLite, Node.js, child_process),
+# character or a digit, dot or underscore joining letters (MegaORM, Brisk.js, read_file),
 # or it is capitalised where a sentence does not begin.
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[._+#-][A-Za-z0-9]+)*")
 # What a sentence (or a quoted one) may begin after.
@@ -121,20 +121,20 @@ _SENTENCE_OPENERS = frozenset(".?!:;\"'(\u201c\u2018")
 # publishers; treating them as subjects would let any site whose address begins with one claim
 # to be first-party. Governments and agencies with acronym names are labelled by address above.
 _ACRONYM = re.compile(r"^[A-Z]{2,5}s?$")
-# Title separators a site name stands behind ("Quickstart — Flask Documentation").
+# Title separators a site name stands behind ("Quickstart — Quill Documentation").
 _TITLE_SEPARATORS = re.compile(r"\s+[-\u2013\u2014|\u00b7:]\s+")
 
 
 def _fold(name: str) -> str:
-    """A name as addresses spell it: lower case, letters and digits only (Node.js → nodejs)."""
+    """A name as addresses spell it: lower case, letters and digits only (Brisk.js → briskjs)."""
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
 def subject_names(texts: Iterable[str]) -> frozenset[str]:
     """The names a question mentions, folded (``_fold``): the subjects a first-party site may
     be the official site of. Ordinary words, sentence-initial capitals and acronyms are not
-    names; a dotted or underscored identifier also gives its first part (``asyncio.gather``
-    → ``asyncio``), since a module or object is documented by its package."""
+    names; a dotted or underscored identifier also gives its first part (``corelib.spawn``
+    → ``corelib``), since a module or object is documented by its package."""
     names: set[str] = set()
     for text in texts:
         for match in _WORD.finditer(text):
@@ -182,7 +182,7 @@ def _site_names(document: SourceDocument) -> list[list[str]]:
 
 
 def _label_tokens(label: str) -> set[str]:
-    """A host label and its hyphen-separated parts (git-scm → git-scm's ``git``, ``scm``)."""
+    """A host label and its hyphen-separated parts (zircon-scm → ``zirconscm``, ``zircon``, ``scm``)."""
     return {_fold(label), *(_fold(part) for part in label.split("-") if part)}
 
 
@@ -190,9 +190,9 @@ def first_party_subject(document: SourceDocument, subjects: Collection[str]) -> 
     """The subject whose own site ``document`` appears to be, or None.
 
     A subject counts when (1) it is a part of the site's registrable-domain label
-    (``sqlite.org``, ``git-scm.com``, ``doc.rust-lang.org``); or (2) it is a subdomain label
-    (``flask.palletsprojects.com``) and the site's own name also begins with it; or (3) the
-    site's name spells the address label in words (``nodejs.org`` calling itself "Node.js")
+    (``zircon.org``, ``zircon-scm.com``, ``doc.tarn-lang.org``); or (2) it is a subdomain label
+    (``quill.palletworks.com``) and the site's own name also begins with it; or (3) the
+    site's name spells the address label in words (``briskjs.org`` calling itself "Brisk.js")
     and the subject is that name or its first word; or (4) on a code forge, the repository's
     owner or name is the subject. The final and the canonical address must agree on the site.
     """

@@ -112,8 +112,8 @@ def _as_question(text: str) -> str:
 
 
 def _natural_case(item: str) -> str:
-    """ "Heat pumps" at the start of a question becomes "heat pumps"; "Rust", "UK" and
-    "Paris Metro" keep their capitals."""
+    """ "Heat pumps" at the start of a question becomes "heat pumps"; "Zig", "UK" and
+    "Lisbon Tram" keep their capitals."""
     words = item.split()
     if len(words) >= 2 and words[0][:1].isupper() and words[0][1:].islower() and words[1].islower():
         return words[0].lower() + item[len(words[0]) :]
@@ -132,7 +132,7 @@ def _strip_lead(text: str) -> str:
 class Subject:
     """What a question's first part is about, for resolving references in its later parts.
 
-    ``entity`` is the thing ("the Paris Metro line 14 extension") that "it"/"its" and a bare
+    ``entity`` is the thing ("the Lisbon tram line 14 extension") that "it"/"its" and a bare
     follow-up ("is phosphorus the main driver?") point to; ``measure`` is what "that" stands for
     in "how does that compare" ("the number of weekday boardings of the … extension");
     ``context`` anchors a follow-up that names neither ("how much was paid out in total").
@@ -520,7 +520,7 @@ def _terms_overlap(first: str, second: str) -> float:
 # A sentence ends at "." or "!" (not an ellipsis "...") before a capital or a quotation.
 _SENTENCE_BREAK = re.compile(r"(?<=[^.][.!])\s+(?=[A-Z\"\u201c])")
 _QUESTION_START = re.compile(rf"^(?:{_WH}|{_AUX}|{_IMPERATIVE})\b", re.IGNORECASE)
-# "In SQLAlchemy, what is…": a leading phrase that sets the context of the whole question.
+# "In Quillpad, what is…": a leading phrase that sets the context of the whole question.
 _LEADING_SETTING = re.compile(
     rf"^(?P<lead>(?:in|for|with|using|within|on)\s+[^,?]{{1,60}}),\s+(?P<rest>(?:{_WH}|{_AUX})\b.+)$",
     re.IGNORECASE,
@@ -541,7 +541,7 @@ def split_context(objective: str) -> tuple[str, str]:
 
 
 def _move_setting(text: str) -> str:
-    """ "In SQLAlchemy, what is X?" → "what is X in SQLAlchemy": the setting joins the end."""
+    """ "In Quillpad, what is X?" → "what is X in Quillpad": the setting joins the end."""
     match = _LEADING_SETTING.match(_clean(text))
     if not match:
         return text

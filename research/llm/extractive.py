@@ -311,7 +311,7 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
             # the decider cannot see page text, and a second site is what the gate asks for.
             # So does a question with no evidence once it has been searched, and its
             # candidates need not name what it asks: a reference page's title is short
-            # ("Buffer", "Connection Pooling") and a long question's terms dilute coverage,
+            # ("Widget", "Pool settings") and a long question's terms dilute coverage,
             # so a title rarely reaches READ_THRESHOLD. Reading the best weak match (and
             # searching again beside it) beats searching until the budget runs out unread;
             # once its searches are used up, any candidate sharing a term will do.

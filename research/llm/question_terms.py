@@ -222,7 +222,7 @@ def answer_shape_bonus(question: str, passage: str, heading: str = "") -> float:
 
 
 def entity_terms(question: str) -> frozenset[str]:
-    """Terms of the capitalised names in a question ("Paris Metro", "CRISPR"), except its
+    """Terms of the capitalised names in a question ("Lisbon Tram", "CRISPR"), except its
     first word, whose capital says nothing."""
     names = re.findall(r"(?<=[\w,;:()'\"] )[A-Z][\w'-]*", question)
     return frozenset(term for name in names for term in content_terms(name))

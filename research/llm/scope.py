@@ -1,7 +1,7 @@
 """The plan scope a question's wording states: its time frame and its places.
 
 Used by :mod:`research.llm.decompose`. A question about software names things the same way it
-names places ("in Git", "in Python 3.11", "in SQLAlchemy"), so a capitalised name after "in" is
+names places ("in Zig", "in Ferrite 3.11", "in MegaORM"), so a capitalised name after "in" is
 a place only when nothing about it says it is a technical name: see :func:`is_technical_name`.
 """
 
@@ -14,13 +14,13 @@ _MONTHS = word_set(
     "january february march april may june july august september october november december"
 )
 _LIST_SPLIT = re.compile(r"\s*(?:,\s*(?:and|or)\s+|,\s*|\s+and\s+|\s+or\s+|\s*&\s*|\s*/\s*)")
-# A name with a shape no place name has: an inner capital after a lower-case letter (macOS,
-# JavaScript) or capitals running into lower case (SQLAlchemy, SQLite), a digit (v18, Log4j), or a dot, underscore, plus or hash joining
-# letters (Node.js, child_process, C++, C#).
+# A name with a shape no place name has: an inner capital after a lower-case letter (iPadOS,
+# JavaScript) or capitals running into lower case (MegaORMs, XMLHttp), a digit (v18, Log4j),
+# or a dot, underscore, plus or hash joining letters (Brisk.js, read_file, C++, C#).
 _TECHNICAL_SHAPE = re.compile(
     r"[a-z][A-Z]|[A-Z]{2}[a-z]|[A-Za-z][0-9]|[A-Za-z][._+#][A-Za-z+#]|[+#]$"
 )
-# A version or edition after a name: "Python 3.11", "Flask 2.3", "Node v18", "Rust 2021".
+# A version or edition after a name: "Ferrite 3.11", "Quill 2.3", "Brisk v18", "Tarn 2021".
 _VERSION = re.compile(r"^\s*v?\d+(?:\.\d+)*\b")
 _PLACE_PHRASE = re.compile(
     r"\b(?:in|across|within|throughout)\s+(?:the\s+)?"
@@ -32,8 +32,8 @@ _PLACE_PHRASE = re.compile(
 def is_technical_name(name: str, following: str = "") -> bool:
     """Whether ``name`` (followed in the question by ``following``) names a product, a
     program or a version rather than a place: a technical shape, a version number after it
-    ("Python 3.11"), or a lower-case noun it modifies ("The Rust Programming Language book",
-    "the Flask docs") — a place is rarely a modifier in a question."""
+    ("Ferrite 3.11"), or a lower-case noun it modifies ("The Tarn Programming Guide book",
+    "the Quill docs") — a place is rarely a modifier in a question."""
     if any(_TECHNICAL_SHAPE.search(word) for word in name.split()):
         return True
     if _VERSION.match(following):
@@ -54,7 +54,7 @@ _CLAUSE_WORDS = word_set(
 def find_timeframe(text: str) -> tuple[str | None, str | None] | None:
     """The period a question names: "since 2019" → (2019, None), "2015–2020" → (2015, 2020).
 
-    A four-digit number right after a capitalised name ("Rust 2021", "Windows 2000") is an
+    A four-digit number right after a capitalised name ("Tarn 2021", "Windows 2000") is an
     edition or a version, not a year of the question."""
     span = re.search(r"\b(?:between|from)\s+(\d{4})\s+(?:and|to|until|-|–)\s+(\d{4})\b", text)
     span = span or re.search(r"\b(\d{4})\s*[-–]\s*(\d{4})\b", text)

@@ -214,7 +214,7 @@ _ANNOUNCES = re.compile(
 _ANNOUNCED_SPAN = 6
 _ANNOUNCED_SHARE = 0.8
 # Reference documentation puts an option's value in a short block of its own right after the
-# option's description ("Default: 1024 * 1024", "Type: integer"): the value answers through
+# option's description ("Default: 4096", "Type: integer"): the value answers through
 # the description, whose words it never repeats. Such a block (fewer than _SHORT_WORDS words,
 # carrying a figure) shares the description's relevance like an announced detail.
 
