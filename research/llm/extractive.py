@@ -326,7 +326,8 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
             # A second source from a site already backing the question adds no independent
             # corroboration; prefer new sites, then the better match.
             fresh = candidate.domain not in used_domains and candidate.domain not in chosen_domains
-            options.append((not fresh, -value, candidate.source_id, candidate))
+            # Ties go to the earlier search result: source ids are random, discovery order is not.
+            options.append((not fresh, -value, ranker.rank[candidate.source_id], candidate))
         if not options:
             return None
         best = min(options)

@@ -20,6 +20,7 @@ from research.engine.contracts import (
     Statement,
     SynthesisRequest,
 )
+from research.engine.ledger import content_order
 from research.llm.question_terms import TermWeights, answer_type_terms, jaccard, question_terms
 from research.llm.selection import NEAR_DUPLICATE, SUPPORTS_RELEVANCE
 from research.llm.text import content_terms
@@ -160,7 +161,9 @@ def _homes(
     def best_affinity(item: Evidence) -> float:
         return max((affinity.get((qid, item.id), 0.0) for qid in item.question_ids), default=0.0)
 
-    for item in sorted(evidence, key=lambda e: (-e.relevance_bp, -best_affinity(e), e.id)):
+    for item in sorted(
+        evidence, key=lambda e: (-e.relevance_bp, -best_affinity(e), content_order(e))
+    ):
         candidates = sorted(
             (qid for qid in item.question_ids if qid in order),
             key=lambda qid: (-affinity.get((qid, item.id), 0.0), order[qid]),
@@ -188,7 +191,7 @@ def _section(
     def strength(item: Evidence) -> float:
         return item.relevance_bp / BASIS_POINTS + affinity.get((question.id, item.id), 0.0)
 
-    ranked = sorted(items, key=lambda e: (-strength(e), e.id))
+    ranked = sorted(items, key=lambda e: (-strength(e), content_order(e)))
     groups = _group_near_duplicates(ranked)
     # Each quotation is shown under the question it speaks to most specifically; another
     # question repeats it only when it would otherwise show fewer than two.

@@ -21,6 +21,7 @@ from research.engine.contracts import (
     Usage,
 )
 from research.engine.guards import BudgetRefused, estimate_tokens, source_cluster
+from research.engine.ledger import content_order
 from research.engine.ports import ModelError
 from research.engine.run.context import Phase, RunContext, View, outage_stop, stop_message
 from research.engine.run.metering import (
@@ -46,7 +47,9 @@ def fallback_report(
     """A report the program writes itself from verified quotations, used when no model
     budget is left for synthesis. Every finding quotes one evidence item and cites it."""
     by_question: dict[str, list[Evidence]] = {qid: [] for qid in plan.question_ids}
-    for item in sorted(evidence, key=lambda e: (-e.relevance_bp, -e.confidence_bp, e.id)):
+    for item in sorted(
+        evidence, key=lambda e: (-e.relevance_bp, -e.confidence_bp, content_order(e))
+    ):
         for qid in item.question_ids:
             if qid in by_question and len(by_question[qid]) < 3:
                 by_question[qid].append(item)
@@ -381,7 +384,9 @@ def _select_evidence(
     contradictions: Sequence[ContradictionCandidate],
     room_tokens: int,
 ) -> list[Evidence]:
-    ranked = sorted(evidence, key=lambda e: (-e.relevance_bp, -e.confidence_bp, e.id))
+    ranked = sorted(
+        evidence, key=lambda e: (-e.relevance_bp, -e.confidence_bp, content_order(e))
+    )
     order: list[Evidence] = []
     seen: set[str] = set()
 
