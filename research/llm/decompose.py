@@ -12,7 +12,9 @@ import re
 from dataclasses import dataclass, field
 
 from research.llm.scope import find_geographies, find_timeframe
-from research.llm.text import QUESTION_FILLER, content_terms, fold, word_set
+from research.llm.text import QUESTION_FILLER, content_terms, fold
+from research.llm.wording import COMPARATIVES as _COMPARATIVES
+from research.llm.wording import VERBS as _VERBS
 
 _WH = r"(?:what|why|how|when|where|who|whom|whose|which|whether)"
 _AUX = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|might|may)"
@@ -45,35 +47,6 @@ _SCOPE_SUFFIX = re.compile(
 )
 _LIST_SPLIT = re.compile(r"\s*(?:,\s*(?:and|or)\s+|,\s*|\s+and\s+|\s+or\s+|\s*&\s*|\s*/\s*)")
 _PREPOSITION = re.compile(r"^(?P<head>.+?\s(?:of|in|for|at|on|across|among)\s+)(?P<tail>.+)$")
-_VERBS = word_set(
-    """have has had get gets got record records recorded see sees saw attract attracts receive
-    receives received pay pays paid make makes made cost costs use uses used serve serves carry
-    carries employ employs produce produces sell sells sold reach reaches reached need needs
-    require requires take takes took generate generates change changes changed apply applies start
-    starts end ends rise rises rose fall falls fell increase increases decrease decreases open
-    opens close closes begin begins last lasts launch launches finish finishes peak peaks grow
-    grows happen happens occur occurs find finds show shows say says"""
-)
-_COMPARATIVES = {
-    "better": "good",
-    "worse": "bad",
-    "cheaper": "cheap",
-    "safer": "safe",
-    "larger": "large",
-    "bigger": "big",
-    "smaller": "small",
-    "faster": "fast",
-    "slower": "slow",
-    "greener": "green",
-    "healthier": "healthy",
-    "easier": "easy",
-    "harder": "hard",
-    "riskier": "risky",
-    "costlier": "costly",
-    "cleaner": "clean",
-    "quieter": "quiet",
-    "stronger": "strong",
-}
 _RELATIONAL_NOUN = re.compile(
     r"\b(?:driver|drivers|cause|causes|reason|reasons|effect|effects|impact|impacts|consequence|"
     r"consequences|factor|factors|source|sources|role|result|results|trigger|triggers)$",
