@@ -130,6 +130,12 @@ def _fold(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+def fold_name(text: str) -> str:
+    """``text`` folded as names are (:func:`_fold`), so a folded subject name is found in it
+    by substring ("Brisk.js" in "the Brisk.js docs")."""
+    return _fold(text)
+
+
 def subject_names(texts: Iterable[str]) -> frozenset[str]:
     """The names a question mentions, folded (``_fold``): the subjects a first-party site may
     be the official site of. Ordinary words, sentence-initial capitals and acronyms are not

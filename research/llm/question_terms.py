@@ -162,6 +162,26 @@ _ANSWER_SHAPES = (
 )
 
 
+# Questions whose answer is a value, the value's name and what it looks like: a report whose
+# quotations for such a question carry no such value has not answered it (a stated gap).
+_VALUE_QUESTIONS = (
+    (re.compile(r"^(?:on\s+)?(?:what|which)\s+(?:date|day|year)\b|^when\b", re.I), "a date", _DATE),
+    (re.compile(r"\b(?:which|what)\s+(?:\w+\s+)?(?:versions?|releases?)\b", re.I), "a version",
+     re.compile(r"\d+\.\d+|\b(?:version|release|v)\s*\d+\b", re.I)),
+    (re.compile(r"^how\s+(?:many|much|large|big)\b", re.I), "a figure", _QUANTITY),
+)
+
+
+def wanted_value(question: str) -> tuple[str, re.Pattern[str]] | None:
+    """The kind of value ``question`` asks for ("a date", "a version", "a figure") and its
+    shape, or None for a question answered in words."""
+    text = question.strip()
+    for asks, name, shape in _VALUE_QUESTIONS:
+        if asks.search(text):
+            return name, shape
+    return None
+
+
 class TermWeights:
     """Inverse document frequency of terms over a small collection (one page's passages, or one
     run's search results), clipped so no single rare word decides everything."""
