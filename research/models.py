@@ -123,6 +123,11 @@ class ResearchRun(models.Model):
     # Approve the plan as soon as it is drafted (asked for through the API); kept on the run so
     # a worker that restarts still honours it.
     auto_approve = models.BooleanField(default=False)
+    # Whether people holding the share link may ask questions of the report (docs/questions.md).
+    link_viewers_may_ask = models.BooleanField(default=False)
+    # Clarifying questions answered before planning: [{"question": …, "answer": …}], given to
+    # the planner and kept in the plan's assumptions (research/llm/clarify.py).
+    clarifications = models.JSONField(default=list, blank=True)
 
     pause_requested = models.BooleanField(default=False)
     cancel_requested = models.BooleanField(default=False)
@@ -429,3 +434,7 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} → {self.webhook}"
+
+
+# The tables for asking a report live beside these; importing them here registers them.
+from research.question_models import QuestionTopic, QuestionTurn, ReportSnapshot  # noqa: E402, F401

@@ -12,6 +12,7 @@ import logging
 import math
 import secrets
 import uuid
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -36,6 +37,7 @@ from research.engine.states import (
     retry_target,
 )
 from research.lifecycle import run_transition
+from research.llm.clarify import CLARIFY_ANSWER_MAX_CHARS, MAX_CLARIFYING_QUESTIONS
 from research.models import ResearchEvidence, ResearchRun, ResearchSource
 from research.worker.store import evidence_from_row, write_evidence_row
 
@@ -144,9 +146,12 @@ def run_create(
     report_template: str = "",
     client_request_id: str | None = None,
     auto_approve: bool = False,
+    clarifications: Sequence[dict[str, str]] = (),
 ) -> ResearchRun:
     """Create a run and start planning it in the background. With ``auto_approve`` the
-    worker approves the plan as soon as it is drafted (``research.worker.actors``)."""
+    worker approves the plan as soon as it is drafted (``research.worker.actors``).
+    ``clarifications`` are answered clarifying questions (``{"question", "answer"}``), given
+    to the planner and kept in the plan's assumptions."""
     question = question.strip()
     if not question:
         raise RunActionError("Write the question you want researched.")
@@ -207,9 +212,20 @@ def run_create(
             report_template=report_template,
             client_request_id=client_request_id,
             auto_approve=auto_approve,
+            clarifications=_clean_clarifications(clarifications),
         )
         enqueue_advance(run.pk)
     return run
+
+
+def _clean_clarifications(items: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+    kept = []
+    for item in list(items)[:MAX_CLARIFYING_QUESTIONS]:
+        question = " ".join(str(item.get("question", "")).split())[:300]
+        answer = " ".join(str(item.get("answer", "")).split())[:CLARIFY_ANSWER_MAX_CHARS]
+        if question and answer:
+            kept.append({"question": question, "answer": answer})
+    return kept
 
 
 @transaction.atomic

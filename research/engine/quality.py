@@ -6,7 +6,7 @@ from datetime import datetime
 
 from research.engine.contracts import ResearchPlan, SourceDocument, SourceQuality
 from research.engine.guards import PRIMARY_CLASSES
-from research.engine.guards.queries import STOP_WORDS
+from research.engine.text import STOP_WORDS
 from research.engine.urls import UnsupportedURLError, hostname, registrable_domain
 
 # --------------------------------------------------------------------------------------------

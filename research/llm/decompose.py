@@ -11,8 +11,8 @@ topics the question does not name. The web searches for each sub-question are wo
 import re
 from dataclasses import dataclass, field
 
+from research.engine.text import QUESTION_FILLER, content_terms, fold
 from research.llm.scope import find_geographies, find_timeframe
-from research.llm.text import QUESTION_FILLER, content_terms, fold
 from research.llm.wording import COMPARATIVES as _COMPARATIVES
 from research.llm.wording import VERBS as _VERBS
 

@@ -7,7 +7,7 @@ a place only when nothing about it says it is a technical name: see :func:`is_te
 
 import re
 
-from research.llm.text import fold, word_set
+from research.engine.text import fold, word_set
 
 _YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
 _MONTHS = word_set(

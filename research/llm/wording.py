@@ -5,7 +5,7 @@ question's subject is the words before them; ``COMPARATIVES`` map irregular and 
 comparatives to the adjective a per-side question asks with ("safer" → "How safe is X").
 """
 
-from research.llm.text import word_set
+from research.engine.text import word_set
 
 VERBS = word_set(
     """have has had get gets got record records recorded see sees saw attract attracts receive

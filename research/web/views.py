@@ -25,12 +25,19 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from research import services
+from research.engine.contracts import ResearchPlan
 from research.engine.plans import describe_plan_changes
 from research.engine.states import Control, RunStatus
 from research.models import ResearchRun, ResearchSource
 from research.report_templates import REPORT_TEMPLATES
 from research.selectors import run_get_for_user, runs_visible_to
 from research.services import PlanVersionConflict, QueueUnavailable, QuotaExceeded, RunActionError
+from research.web.composer import (
+    clarifications_from,
+    clarify_available,
+    clarifying_questions,
+    gap_hints,
+)
 from research.web.forms import (
     ComposerForm,
     DashboardFilterForm,
@@ -41,9 +48,9 @@ from research.web.forms import (
 from research.web.plan_editor import (
     EditorOperation,
     PlanEditor,
+    base_plan_value,
     plan_editor_apply,
     plan_editor_bound,
-    plan_editor_for,
     plan_from_editor,
 )
 from research.web.workspace import (
@@ -107,38 +114,68 @@ def run_new(request: HttpRequest) -> HttpResponse:
         request.POST or None, user=request.user, initial={"client_request_id": uuid.uuid4().hex}
     )
     status = 200
+    context: dict[str, Any] = {}
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            run = services.run_create(
-                owner=request.user,
-                question=data["question"],
-                depth=data["depth"],
-                source_policy=form.source_policy(),
-                team=data["team"],
-                visibility=data["visibility"],
-                report_template=data["report_template"],
-                client_request_id=data["client_request_id"] or None,
-            )
-        except QueueUnavailable as exc:
-            messages.warning(request, str(exc))
-            return redirect("research:run_detail", run_id=exc.run_id)
-        except QuotaExceeded as exc:
-            form.add_error(None, str(exc))
-            status = 429
-        except RunActionError as exc:
-            form.add_error(None, str(exc))
+        question = form.cleaned_data["question"]
+        asked = clarifying_questions(question) if request.POST.get("action") == "clarify" else []
+        if asked:
+            context["clarifying"] = asked
         else:
-            messages.success(request, "Research created. The plan is being drafted.")
-            return redirect("research:run_detail", run_id=run.pk)
-    context = {
+            response, status = _create_from_composer(request, form)
+            if response is not None:
+                return response
+    if form.errors and status == 200:
+        status = 422
+    return render(request, "research/run_new.html", _composer_context(form, context), status=status)
+
+
+def _composer_context(form: ComposerForm, extra: dict[str, Any]) -> dict[str, Any]:
+    question = form.data.get("question", "") if form.is_bound else ""
+    return {
         "form": form,
         "depths": depth_options(),
         "templates": REPORT_TEMPLATES.values(),
+        "clarify_available": clarify_available(),
+        "hints": gap_hints(question),
+        **extra,
     }
-    if form.errors and status == 200:
-        status = 422
-    return render(request, "research/run_new.html", context, status=status)
+
+
+def _create_from_composer(
+    request: HttpRequest, form: ComposerForm
+) -> tuple[HttpResponse | None, int]:
+    data = form.cleaned_data
+    try:
+        run = services.run_create(
+            owner=request.user,
+            question=data["question"],
+            depth=data["depth"],
+            source_policy=form.source_policy(),
+            team=data["team"],
+            visibility=data["visibility"],
+            report_template=data["report_template"],
+            client_request_id=data["client_request_id"] or None,
+            clarifications=clarifications_from(request.POST),
+        )
+    except QueueUnavailable as exc:
+        messages.warning(request, str(exc))
+        return redirect("research:run_detail", run_id=exc.run_id), 302
+    except QuotaExceeded as exc:
+        form.add_error(None, str(exc))
+        return None, 429
+    except RunActionError as exc:
+        form.add_error(None, str(exc))
+        return None, 200
+    messages.success(request, "Research created. The plan is being drafted.")
+    return redirect("research:run_detail", run_id=run.pk), 302
+
+
+@login_required
+@require_POST
+def composer_hints(request: HttpRequest) -> HttpResponse:
+    """Optional hints about what the question leaves open (HTMX, while typing)."""
+    question = request.POST.get("question", "")[: ComposerForm.base_fields["question"].max_length]
+    return render(request, "research/run_new.html#hints", {"hints": gap_hints(question)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,7 +249,7 @@ def _plan_save(run: ResearchRun, editor: PlanEditor, *, approve: bool) -> tuple[
         raise RunActionError(" ".join(exc.messages)) from None
     return services.plan_save(
         run=run,
-        plan=plan_from_editor(editor, current=run.plan or {}),
+        plan=plan_from_editor(editor, current=run.plan_contract),
         expected_version=editor.form.cleaned_data["plan_version"],
         source_policy=policy,
         approve=approve,
@@ -237,14 +274,13 @@ def _plan_conflict(
     the plan, and base the form on the current version so they can decide and save again."""
     run.refresh_from_db()
     base = editor.form.cleaned_data.get("base_plan") or plan_from_editor(
-        editor, current=run.plan or {}
+        editor, current=run.plan_contract
     )
     changes = describe_plan_changes(base, conflict.current_plan or {})
     data = request.POST.copy()
     data["plan_version"] = str(conflict.current)
-    data["base_plan"] = plan_editor_for(conflict.current_plan or {}, conflict.current).form.initial[
-        "base_plan"
-    ]
+    current = conflict.current_plan
+    data["base_plan"] = base_plan_value(ResearchPlan.model_validate(current) if current else None)
     return _plan_response(
         request,
         run,

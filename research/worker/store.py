@@ -41,6 +41,7 @@ from research.engine.contracts import (
     WorkingState,
 )
 from research.engine.ports import AcquisitionErrorKind, LeaseLost
+from research.engine.run.planning import clarification_line
 from research.engine.states import RunStatus
 from research.engine.steps import StepInput, StepPayload
 from research.engine.urls import UnsupportedURLError, canonical_url, hostname, url_hash
@@ -49,6 +50,7 @@ from research.models import ResearchEvidence, ResearchRun, ResearchSource, Resea
 from research.report_templates import template_sections
 from research.worker.leases import release_lease, renew_lease
 from research.worker.shutdown import SHUTTING_DOWN
+from research.worker.snapshots import snapshot_freeze
 
 _SOURCE_KIND = {
     "html": ResearchSource.Kind.WEB,
@@ -112,6 +114,10 @@ class DjangoStore:
             ),
             resume_phase=run.resume_phase or None,
             requested_sections=list(template_sections(run.report_template)),
+            clarifications=[
+                clarification_line(item["question"], item["answer"])
+                for item in run.clarifications or []
+            ],
         )
 
     def transition(
@@ -186,6 +192,8 @@ class DjangoStore:
             ResearchRun.objects.filter(pk=run_id).update(
                 report=report.model_dump(mode="json"), updated_at=timezone.now()
             )
+            # Every saved report version is frozen with its evidence (research/worker/snapshots.py).
+            snapshot_freeze(run_id, report, as_contract=evidence_from_row)
 
     # -- steps -----------------------------------------------------------------------------
 

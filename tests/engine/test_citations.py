@@ -2,16 +2,15 @@ import re
 from collections.abc import Sequence
 
 from research.engine.citations import (
-    UNSUPPORTED_LABEL,
     CitationProblem,
     check_citations,
     escape_markdown,
-    finalize_report,
     number_citations,
     render_markdown,
 )
 from research.engine.contracts import Evidence, PdfLocator, Report, SourceSummary
 from research.engine.ports import ModelError
+from research.engine.review import UNSUPPORTED_LABEL, finalize_report
 from tests.engine.factories import make_evidence
 
 GDP = make_evidence("France's GDP was 2.8 trillion euros in 2023.", source_id="s1", claim_key="gdp")

@@ -21,7 +21,8 @@ from django.urls.resolvers import RegexPattern, RoutePattern
 
 from accounts.models import Invitation, Membership, Team, User
 from accounts.services import api_token_create, invitation_create
-from research.models import ResearchEvidence, ResearchRun, ResearchSource, Webhook
+from research.models import QuestionTurn, ResearchEvidence, ResearchRun, ResearchSource, Webhook
+from research.questions import topic_create
 from tests.web.factories import completed_run
 
 
@@ -99,6 +100,10 @@ def real_values(owner, team) -> dict[str, str]:
     hook = Webhook.objects.create(
         owner=owner, url="https://example.org/hook", events=["run.completed"], secret="s"
     )
+    topic = topic_create(run=run, title="Walk", user=owner)
+    turn = QuestionTurn.objects.create(
+        topic=topic, question="Asked?", status=QuestionTurn.Status.FAILED
+    )
     return {
         "run_id": str(run.pk),
         "source_id": str(source.pk),
@@ -111,6 +116,8 @@ def real_values(owner, team) -> dict[str, str]:
         "membership_id": str(membership.pk),
         "token_id": str(api_token.pk),
         "hook_id": str(hook.pk),
+        "topic_id": str(topic.pk),
+        "turn_id": str(turn.pk),
         "app_label": "research",
         "content_type_id": str(ContentType.objects.get_for_model(ResearchRun).pk),
         "object_id": str(run.pk),

@@ -28,6 +28,7 @@ from research.engine.guards import (
     fingerprint_query,
     validate_actions,
 )
+from research.engine.ledger import content_order
 from research.engine.ports import ModelError
 from research.engine.run.context import Halt, Phase, RunContext, View, budget_halt
 from research.engine.run.metering import OUTPUT_TOKEN_CAPS
@@ -424,7 +425,8 @@ class Deciding(Phase):
             )
             for s, preferred in unread[:BRIEF_CANDIDATES]
         ]
-        ranked = sorted(view.evidence, key=lambda e: (-e.relevance_bp, e.id))[:BRIEF_EVIDENCE]
+        ranked = sorted(view.evidence, key=lambda e: (-e.relevance_bp, content_order(e)))
+        ranked = ranked[:BRIEF_EVIDENCE]
         evidence = [
             EvidenceSummary(
                 id=item.id,

@@ -1,4 +1,6 @@
-"""The report of the extractive backend: verified quotations grouped by research question.
+"""The report written from verified quotations, grouped by research question: the report of the
+extractive backend, and the one the engine writes itself when no model budget is left for
+synthesis (``write_extractive_report(request, note=…)``).
 
 No sentence of this report is written by a program or a model: every finding is a verbatim
 evidence excerpt, cited by its evidence id. Near-identical excerpts from different sources
@@ -10,6 +12,8 @@ from collections import defaultdict
 
 from research.engine.contracts import (
     BASIS_POINTS,
+    ContradictionCandidate,
+    ContradictionPosition,
     Evidence,
     PlanQuestion,
     Report,
@@ -22,15 +26,16 @@ from research.engine.contracts import (
 )
 from research.engine.ledger import content_order
 from research.engine.quality import fold_name, subject_names
-from research.llm.question_terms import (
+from research.engine.question_terms import (
+    NEAR_DUPLICATE,
+    SUPPORTS_RELEVANCE,
     TermWeights,
     answer_type_terms,
     jaccard,
     question_terms,
     wanted_value,
 )
-from research.llm.selection import NEAR_DUPLICATE, SUPPORTS_RELEVANCE
-from research.llm.text import content_terms
+from research.engine.text import content_terms
 
 MAX_FINDINGS_PER_QUESTION = 6
 # A report answering one question has room for more of its quotations.
@@ -245,9 +250,51 @@ def _section(
     return ReportSection(id=question.id, title=title, statements=statements), findings
 
 
+def _sites(position: ContradictionPosition) -> str:
+    count = len(position.clusters)
+    return "one site" if count == 1 else f"{count} independent sites"
+
+
+def _value_sides(candidate: ContradictionCandidate) -> str:
+    """A value conflict's sides with how many independent sites state each, and the label of
+    a value only one site states against several independent ones."""
+    positions = candidate.positions
+    text = " against ".join(f"“{p.value}” ({_sites(p)})" for p in positions)
+    most = max(len(p.clusters) for p in positions)
+    lone = [p for p in positions if len(p.clusters) == 1]
+    if most >= 2 and lone:
+        text += "; " + " and ".join(f"“{p.value}”" for p in lone)
+        text += f" is stated by one site only, against {most} independent ones"
+    return text
+
+
+def _is_value_conflict(candidate: ContradictionCandidate) -> bool:
+    return all(position.clusters for position in candidate.positions)
+
+
+def _conflict_caveat(candidate: ContradictionCandidate, claim_id: str) -> Statement:
+    """The executive summary's statement for a question whose values disagree: both sides,
+    never one of them alone."""
+    return Statement(
+        claim_id=claim_id,
+        kind="caveat",
+        text=f"Sources disagree on this: {_value_sides(candidate)}. See the conflicting evidence.",
+        evidence_ids=[p.evidence_ids[0] for p in candidate.positions],
+        confidence="low",
+    )
+
+
 def _contradictions(request: SynthesisRequest, known: set[str]) -> list[ReportContradiction]:
     found = []
     for candidate in request.contradictions:
+        if _is_value_conflict(candidate):
+            found.append(
+                ReportContradiction(
+                    summary=f"Sources disagree: {_value_sides(candidate)}."[:2000],
+                    evidence_ids=[eid for eid in candidate.evidence_ids if eid in known],
+                )
+            )
+            continue
         sides = "; ".join(
             f"{position.value or position.stance} ({len(position.evidence_ids)} excerpt"
             f"{'s' if len(position.evidence_ids) != 1 else ''})"
@@ -295,8 +342,12 @@ def _unanswered(
     return ""
 
 
-def write_extractive_report(request: SynthesisRequest) -> Report:
-    """The extractive report for ``request``: quotations per question, gaps, contradictions."""
+def write_extractive_report(request: SynthesisRequest, *, note: str | None = None) -> Report:
+    """The extractive report for ``request``: quotations per question, gaps, contradictions.
+
+    ``note`` says why a report that would have been a model's quotes the evidence instead
+    (the engine's own report): it leads the executive summary as a caveat and replaces the
+    first methodology line, which says that no model is configured."""
     plan = request.plan
     sources = {source.id: source for source in request.sources}
     known = {item.id for item in request.evidence}
@@ -307,6 +358,11 @@ def write_extractive_report(request: SynthesisRequest) -> Report:
 
     sections: list[ReportSection] = []
     summary: list[Statement] = []
+    notes = (
+        [Statement(claim_id="summary-note", kind="caveat", text=note, confidence="low")]
+        if note
+        else []
+    )
     gaps: list[ReportGap] = list(request.gaps)
     gap_questions = {gap.question_id for gap in gaps if gap.question_id}
     required = set(plan.required_question_ids)
@@ -341,14 +397,26 @@ def write_extractive_report(request: SynthesisRequest) -> Report:
         if question.id in required and len(summary) < MAX_SUMMARY_FINDINGS:
             summarised = {tuple(statement.evidence_ids) for statement in summary}
             lead = next((f for f in findings if tuple(f.evidence_ids) not in summarised), None)
-            if lead is not None:
+            conflict = next(
+                (
+                    c
+                    for c in request.contradictions
+                    if _is_value_conflict(c)
+                    and lead
+                    and set(lead.evidence_ids) & set(c.evidence_ids)
+                ),
+                None,
+            )
+            if conflict is not None:
+                summary.append(_conflict_caveat(conflict, f"summary-{len(summary) + 1}"))
+            elif lead is not None:
                 number = len(summary) + 1
                 summary.append(lead.model_copy(update={"claim_id": f"summary-{number}"}))
 
     covered = sum(1 for question in plan.questions if by_question.get(question.id))
     used_sources = {item.source_id for item in request.evidence}
     methodology = [
-        *METHODOLOGY,
+        *((note, *METHODOLOGY[1:]) if note else METHODOLOGY),
         f"{len(request.evidence)} verified excerpts from {len(used_sources)} sources; "
         f"{covered} of {len(plan.questions)} research questions have evidence.",
     ]
@@ -356,10 +424,11 @@ def write_extractive_report(request: SynthesisRequest) -> Report:
         methodology.append(
             "Research stopped before every question was covered, so this report is partial."
         )
-    title = f"Extractive report: {plan.objective}"
+    # The engine's own report keeps the plan's objective as its title.
+    title = plan.objective if note else f"Extractive report: {plan.objective}"
     return Report(
         title=title if len(title) <= 300 else title[:299] + "…",
-        executive_summary=summary,
+        executive_summary=[*notes, *summary],
         sections=sections,
         contradictions=_contradictions(request, known),
         gaps=gaps,
