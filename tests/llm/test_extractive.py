@@ -79,7 +79,7 @@ def test_a_short_value_block_after_a_relevant_description_is_quoted_too() -> Non
 
 
 def test_answer_shapes_follow_the_question_type() -> None:
-    from research.llm.question_terms import answer_shape_bonus
+    from research.engine.question_terms import answer_shape_bonus
 
     cases = [
         ("Since which release can I use upserts?", "Upserts were added in version 3.24.0.",
