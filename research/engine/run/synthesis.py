@@ -157,6 +157,7 @@ class Synthesis(Phase):
                 call_key,
                 self._meter.allowance(request.model_dump_json(), "synthesize", output_cap),
                 lambda: self._model.synthesize(request),
+                kind="synthesize",
                 phase="synthesis",
             )
         except BudgetRefused:
@@ -198,6 +199,7 @@ class Synthesis(Phase):
                 call_key,
                 self._meter.allowance(request.model_dump_json(), "synthesize", output_cap),
                 lambda: self._model.synthesize(request),
+                kind="synthesize",
                 phase="synthesis",
             )
         except BudgetRefused as refusal:
@@ -220,6 +222,7 @@ class Synthesis(Phase):
                 f"{key}#verify#{uuid.uuid4().hex[:12]}",
                 self._meter.allowance(request.model_dump_json(), "verify", output_cap),
                 lambda: verifier.verify(request),
+                kind="verify",
                 phase="synthesis",
             )
         except BudgetRefused as refusal:
