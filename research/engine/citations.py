@@ -21,6 +21,7 @@ from research.engine.contracts import (
     Statement,
     TextLocator,
 )
+from research.engine.quality import FIRST_PARTY_LABEL
 from research.engine.support import Support, check_support
 from research.engine.urls import safe_source_url
 
@@ -379,6 +380,9 @@ def _md_source(citation: Citation, ctx: _RenderContext) -> str:
     line = f"{citation.number}. " + (f"[{title}]({_markdown_url(url)})" if url else title)
     if source and source.publisher:
         line += f" — {escape_markdown(source.publisher)}"
+    if source and source.source_class == "primary":
+        # Only the first-party heuristic gives this class (research/engine/quality.py).
+        line += f" · {FIRST_PARTY_LABEL}"
     where = describe_locator(item)
     if where:
         line += f" ({escape_markdown(where)})"

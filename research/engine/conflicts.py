@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from research.engine.contracts import ContradictionCandidate, ContradictionPosition, Evidence
+from research.engine.ledger.evidence import content_order
 from research.engine.support import content_words, measures
 
 # A quantity is named by what is measured, of what, and under which condition ("boil",
@@ -118,7 +119,7 @@ def find_value_conflicts(
     ``clusters`` maps source ids to independence clusters. Positions are ordered by how many
     independent clusters state them, most first; each lists its evidence and clusters."""
     by_question: dict[str, list[_Stated]] = {}
-    for item in sorted(evidence, key=lambda e: e.id):
+    for item in sorted(evidence, key=content_order):
         for stated in _stated(item):
             for question_id in item.question_ids:
                 by_question.setdefault(question_id, []).append(stated)

@@ -1,11 +1,13 @@
 """Source classification: the label and quality an acquired document gets from its address."""
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Collection, Iterable
 from datetime import datetime
 
-from research.engine.contracts import SourceDocument, SourceQuality
+from research.engine.contracts import ResearchPlan, SourceDocument, SourceQuality
 from research.engine.guards import PRIMARY_CLASSES
-from research.engine.urls import UnsupportedURLError, hostname
+from research.engine.text import STOP_WORDS
+from research.engine.urls import UnsupportedURLError, hostname, registrable_domain
 
 # --------------------------------------------------------------------------------------------
 # Source quality
@@ -89,3 +91,178 @@ def classify_source(document: SourceDocument, *, now: datetime | None = None) ->
 
 
 SourceClassifier = Callable[[SourceDocument], SourceQuality]
+
+
+# --------------------------------------------------------------------------------------------
+# First-party sources (a heuristic, labelled as such)
+# --------------------------------------------------------------------------------------------
+#
+# Official documentation of the thing asked about is first-hand evidence, but no address list
+# can know every project. The site is recognised instead by agreeing signals: the question
+# names a subject, and the site's *own identity* — its address, the site name it declares
+# (``og:site_name`` or the site segment of its title) or, on a code forge, the repository
+# path — names the same subject. Like the address labels above it is a heuristic, shown as
+# "first-party (heuristic)" wherever the class is shown.
+
+FIRST_PARTY_LABEL = "first-party (heuristic)"
+FIRST_PARTY_NOTE_PREFIX = "First-party (heuristic):"
+
+# Code-hosting sites whose first path segments (owner, repository) name the project; on them
+# the address proves nothing about the owner, the path does.
+_FORGE_DOMAINS = _names("github.com gitlab.com codeberg.org bitbucket.org sr.ht")
+
+# A word of a question that names something: it carries a capital letter after its first
+# character or a digit, dot or underscore joining letters (MegaORM, Brisk.js, read_file),
+# or it is capitalised where a sentence does not begin.
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[._+#-][A-Za-z0-9]+)*")
+# What a sentence (or a quoted one) may begin after.
+_SENTENCE_OPENERS = frozenset(".?!:;\"'(\u201c\u2018")
+# Acronyms of up to five capitals (API, ORM, WAL, RAM, HTTP) name concepts far more often than
+# publishers; treating them as subjects would let any site whose address begins with one claim
+# to be first-party. Governments and agencies with acronym names are labelled by address above.
+_ACRONYM = re.compile(r"^[A-Z]{2,5}s?$")
+# Title separators a site name stands behind ("Quickstart — Quill Documentation").
+_TITLE_SEPARATORS = re.compile(r"\s+[-\u2013\u2014|\u00b7:]\s+")
+
+
+def _fold(name: str) -> str:
+    """A name as addresses spell it: lower case, letters and digits only (Brisk.js → briskjs)."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def fold_name(text: str) -> str:
+    """``text`` folded as names are (:func:`_fold`), so a folded subject name is found in it
+    by substring ("Brisk.js" in "the Brisk.js docs")."""
+    return _fold(text)
+
+
+def subject_names(texts: Iterable[str]) -> frozenset[str]:
+    """The names a question mentions, folded (``_fold``): the subjects a first-party site may
+    be the official site of. Ordinary words, sentence-initial capitals and acronyms are not
+    names; a dotted or underscored identifier also gives its first part (``corelib.spawn``
+    → ``corelib``), since a module or object is documented by its package."""
+    names: set[str] = set()
+    for text in texts:
+        for match in _WORD.finditer(text):
+            word = match.group(0)
+            before = text[: match.start()].rstrip()
+            starts_sentence = not before or before[-1] in _SENTENCE_OPENERS
+            if _ACRONYM.match(word):
+                continue
+            if word.lower() in STOP_WORDS:
+                continue
+            shaped = bool(re.search(r"[a-z][A-Z]|[A-Za-z][0-9]|[A-Za-z][._+#][A-Za-z]", word))
+            capitalised = word[0].isupper() and not starts_sentence
+            if not (shaped or capitalised):
+                continue
+            names.add(_fold(word))
+            head = word.split(".")[0]
+            if head != word:
+                names.add(_fold(head))
+    return frozenset(name for name in names if len(name) > 1 and not name.isdigit())
+
+
+def plan_subjects(plan: ResearchPlan) -> frozenset[str]:
+    """Names of the plan's subject: from its objective, topics and questions."""
+    return subject_names(
+        [plan.objective, *plan.scope.included_topics, *(q.text for q in plan.questions)]
+    )
+
+
+def _site_names(document: SourceDocument) -> list[list[str]]:
+    """The names the page gives its own site, each as folded words: the declared site name
+    (``og:site_name`` and the like, stored as ``publisher``) and the first and last segments
+    of a title that has separators (where sites put their name)."""
+    candidates: list[str] = []
+    if document.publisher:
+        candidates.append(document.publisher)
+    segments = _TITLE_SEPARATORS.split(document.title or "")
+    if len(segments) > 1:
+        candidates += [segments[0], segments[-1]]
+    out = []
+    for candidate in candidates:
+        words = [_fold(w) for w in re.split(r"[^A-Za-z0-9]+", candidate) if w]
+        if words:
+            out.append(words)
+    return out
+
+
+def _label_tokens(label: str) -> set[str]:
+    """A host label and its hyphen-separated parts (zircon-scm → ``zirconscm``, ``zircon``, ``scm``)."""
+    return {_fold(label), *(_fold(part) for part in label.split("-") if part)}
+
+
+def first_party_subject(document: SourceDocument, subjects: Collection[str]) -> str | None:
+    """The subject whose own site ``document`` appears to be, or None.
+
+    A subject counts when (1) it is a part of the site's registrable-domain label
+    (``zircon.org``, ``zircon-scm.com``, ``doc.tarn-lang.org``); or (2) it is a subdomain label
+    (``quill.palletworks.com``) and the site's own name also begins with it; or (3) the
+    site's name spells the address label in words (``briskjs.org`` calling itself "Brisk.js")
+    and the subject is that name or its first word; or (4) on a code forge, the repository's
+    owner or name is the subject. The final and the canonical address must agree on the site.
+    """
+    if not subjects:
+        return None
+    try:
+        host = hostname(document.final_url)
+        canonical_host = hostname(document.canonical_url)
+    except UnsupportedURLError:
+        return None
+    if registrable_domain(canonical_host) != registrable_domain(host):
+        return None  # a page claiming another site's identity is a copy, not first-party
+    site = registrable_domain(host)
+    brand = site.split(".")[0]
+    if site in _FORGE_DOMAINS:
+        path = document.final_url.split("//", 1)[-1].split("/")[1:3]
+        for part in path:
+            if _fold(part) in subjects:
+                return _fold(part)
+        return None
+    brand_tokens = _label_tokens(brand)
+    for subject in sorted(subjects):
+        if subject in brand_tokens:
+            return subject
+    sub_labels = [label for label in host[: -len(site)].split(".") if label and label != "www"]
+    sub_tokens = set().union(*(_label_tokens(label) for label in sub_labels)) if sub_labels else set()
+    address_tokens = brand_tokens | sub_tokens
+    for words in _site_names(document):
+        for subject in sorted(subjects):
+            if subject in sub_tokens and words[0] == subject:
+                return subject
+        for count in range(2, min(len(words), 3) + 1):
+            joined = "".join(words[:count])
+            if joined in address_tokens and (joined in subjects or words[0] in subjects):
+                return joined if joined in subjects else words[0]
+    return None
+
+
+def with_first_party(
+    document: SourceDocument, quality: SourceQuality, subjects: Collection[str]
+) -> SourceQuality:
+    """``quality``, relabelled ``primary`` when an otherwise unclassified page is the subject's
+    own site (:func:`first_party_subject`); the note says it is a heuristic and why."""
+    if quality.source_class != "unknown":
+        return quality
+    subject = first_party_subject(document, subjects)
+    if subject is None:
+        return quality
+    note = (
+        f"{FIRST_PARTY_NOTE_PREFIX} the site's own address or name matches {subject!r}, "
+        "a subject of the question."
+    )
+    return quality.model_copy(
+        update={
+            "source_class": "primary",
+            "authority": "high",
+            "proximity": "direct",
+            "notes": [note, *quality.notes],
+        }
+    )
+
+
+def is_first_party(quality: SourceQuality | None) -> bool:
+    """Whether ``quality`` carries the first-party heuristic's label."""
+    return bool(quality) and any(
+        note.startswith(FIRST_PARTY_NOTE_PREFIX) for note in quality.notes  # type: ignore[union-attr]
+    )

@@ -135,7 +135,56 @@ _ANSWER_SHAPES = (
             r"\b(?:by|uses?|using|works?|through|convert\w*|transfer\w*|process\w*)\b", re.I
         ),
     ),
+    # The question types of docs/llm.md in general terms: each answer shape is grammar (a
+    # version number, a definition's copula, an instruction, a contrast, a stated default or
+    # polarity), not vocabulary of any subject.
+    (  # date or version: "since which release", "which version"
+        re.compile(r"\b(?:which|what)\s+(?:\w+\s+)?(?:versions?|releases?)\b", re.I),
+        re.compile(r"\b(?:versions?|releases?|since|added in|new in)\s+v?\d+(?:\.\d+)+|"
+                   r"\bv?\d+\.\d+(?:\.\d+)?\b", re.I),
+    ),
+    (  # definition: "what is X", "what does X mean"
+        re.compile(r"^what\s+(?:is|are)\s+(?:an?|the)?\s*\w|^what does .+ mean\b", re.I),
+        re.compile(r"\b(?:is|are)\s+(?:an?|the|one|when)\b|\brefers? to\b|\bmeans?\b|"
+                   r"\bis (?:called|known as)\b", re.I),
+    ),
+    (  # procedure: "how do I", "how can I", "how to"
+        re.compile(r"^how\s+(?:do|can|should|would)\s+(?:i|we|you|one)\b|^how to\b", re.I),
+        re.compile(r"^(?:to\s+\w+|use|run|call|set|pass|add|open|create|specify|install|"
+                   r"enable|disable)\b|\b(?:use|run|call|pass|set|specify)\s+(?:the|a|an)\b|"
+                   r"\byou can\b", re.I),
+    ),
+    (  # comparison: "differ", "compare", "safer than", "versus"
+        re.compile(r"\b(?:differ\w*|difference|compare\w*|versus|vs\.?|\w+er than)\b", re.I),
+        re.compile(r"\b(?:unlike|whereas|instead of|rather than|than|while|differs?|compared)\b",
+                   re.I),
+    ),
+    (  # yes/no: "does X…", "can I…", "is X…" — answered by a stated default or polarity
+        re.compile(r"^(?:is|are|does|do|can|could|should|will|has|have)\b", re.I),
+        re.compile(r"\b(?:not|no|never|only|must|cannot|can't|by default|defaults? to|"
+                   r"(?:is|are) (?:enabled|disabled|required|optional|supported)|yes)\b", re.I),
+    ),
 )
+
+
+# Questions whose answer is a value, the value's name and what it looks like: a report whose
+# quotations for such a question carry no such value has not answered it (a stated gap).
+_VALUE_QUESTIONS = (
+    (re.compile(r"^(?:on\s+)?(?:what|which)\s+(?:date|day|year)\b|^when\b", re.I), "a date", _DATE),
+    (re.compile(r"\b(?:which|what)\s+(?:\w+\s+)?(?:versions?|releases?)\b", re.I), "a version",
+     re.compile(r"\d+\.\d+|\b(?:version|release|v)\s*\d+\b", re.I)),
+    (re.compile(r"^how\s+(?:many|much|large|big)\b", re.I), "a figure", _QUANTITY),
+)
+
+
+def wanted_value(question: str) -> tuple[str, re.Pattern[str]] | None:
+    """The kind of value ``question`` asks for ("a date", "a version", "a figure") and its
+    shape, or None for a question answered in words."""
+    text = question.strip()
+    for asks, name, shape in _VALUE_QUESTIONS:
+        if asks.search(text):
+            return name, shape
+    return None
 
 
 class TermWeights:
@@ -198,7 +247,7 @@ def answer_shape_bonus(question: str, passage: str, heading: str = "") -> float:
 
 
 def entity_terms(question: str) -> frozenset[str]:
-    """Terms of the capitalised names in a question ("Paris Metro", "CRISPR"), except its
+    """Terms of the capitalised names in a question ("Lisbon Tram", "CRISPR"), except its
     first word, whose capital says nothing."""
     names = re.findall(r"(?<=[\w,;:()'\"] )[A-Z][\w'-]*", question)
     return frozenset(term for name in names for term in content_terms(name))

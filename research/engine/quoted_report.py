@@ -24,6 +24,8 @@ from research.engine.contracts import (
     Statement,
     SynthesisRequest,
 )
+from research.engine.ledger import content_order
+from research.engine.quality import fold_name, subject_names
 from research.engine.question_terms import (
     NEAR_DUPLICATE,
     SUPPORTS_RELEVANCE,
@@ -31,6 +33,7 @@ from research.engine.question_terms import (
     answer_type_terms,
     jaccard,
     question_terms,
+    wanted_value,
 )
 from research.engine.text import content_terms
 
@@ -170,7 +173,9 @@ def _homes(
     def best_affinity(item: Evidence) -> float:
         return max((affinity.get((qid, item.id), 0.0) for qid in item.question_ids), default=0.0)
 
-    for item in sorted(evidence, key=lambda e: (-e.relevance_bp, -best_affinity(e), e.id)):
+    for item in sorted(
+        evidence, key=lambda e: (-e.relevance_bp, -best_affinity(e), content_order(e))
+    ):
         candidates = sorted(
             (qid for qid in item.question_ids if qid in order),
             key=lambda qid: (-affinity.get((qid, item.id), 0.0), order[qid]),
@@ -198,7 +203,7 @@ def _section(
     def strength(item: Evidence) -> float:
         return item.relevance_bp / BASIS_POINTS + affinity.get((question.id, item.id), 0.0)
 
-    ranked = sorted(items, key=lambda e: (-strength(e), e.id))
+    ranked = sorted(items, key=lambda e: (-strength(e), content_order(e)))
     groups = _group_near_duplicates(ranked)
     # Each quotation is shown under the question it speaks to most specifically; another
     # question repeats it only when it would otherwise show fewer than two.
@@ -307,6 +312,36 @@ def _contradictions(request: SynthesisRequest, known: set[str]) -> list[ReportCo
     return found
 
 
+def _unanswered(
+    question: str,
+    items: list[Evidence],
+    findings: list[Statement],
+    sources: dict[str, SourceSummary],
+) -> str:
+    """Why the quotations shown for ``question`` do not answer it, or "": none carries the
+    kind of value it asks for (a date, a version, a figure), or none — nor its source's title
+    or address — names the subject the question names. Quoting loosely related passages is
+    no answer, and the report says so instead of implying one."""
+    quoted = [item for item in items if any(item.id in f.evidence_ids for f in findings)]
+    value = wanted_value(question)
+    if value and not any(
+        value[1].search(item.excerpt) or value[1].search(item.locator.heading or "")
+        for item in quoted
+    ):
+        return f"No quoted excerpt states {value[0]} for: {question}"
+    names = subject_names([question])
+    if names:
+        seen = ""
+        for item in quoted:
+            source = sources.get(item.source_id)
+            seen += " " + fold_name(f"{item.excerpt} {item.locator.heading or ''}")
+            if source is not None:
+                seen += " " + fold_name(f"{source.title} {source.url}")
+        if not any(name in seen for name in names):
+            return f"No quoted excerpt or source names what the question asks about: {question}"
+    return ""
+
+
 def write_extractive_report(request: SynthesisRequest, *, note: str | None = None) -> Report:
     """The extractive report for ``request``: quotations per question, gaps, contradictions.
 
@@ -356,6 +391,9 @@ def write_extractive_report(request: SynthesisRequest, *, note: str | None = Non
             limit=limit,
         )
         sections.append(section)
+        unanswered = _unanswered(question.text, items, findings, sources)
+        if unanswered and question.id not in gap_questions:
+            gaps.append(ReportGap(question_id=question.id, description=unanswered))
         if question.id in required and len(summary) < MAX_SUMMARY_FINDINGS:
             summarised = {tuple(statement.evidence_ids) for statement in summary}
             lead = next((f for f in findings if tuple(f.evidence_ids) not in summarised), None)

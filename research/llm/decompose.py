@@ -11,7 +11,10 @@ topics the question does not name. The web searches for each sub-question are wo
 import re
 from dataclasses import dataclass, field
 
-from research.engine.text import QUESTION_FILLER, content_terms, fold, word_set
+from research.engine.text import QUESTION_FILLER, content_terms, fold
+from research.llm.scope import find_geographies, find_timeframe
+from research.llm.wording import COMPARATIVES as _COMPARATIVES
+from research.llm.wording import VERBS as _VERBS
 
 _WH = r"(?:what|why|how|when|where|who|whom|whose|which|whether)"
 _AUX = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|might|may)"
@@ -42,41 +45,8 @@ _SCOPE_SUFFIX = re.compile(
     r"(?:the\s+)?[A-Z][\w.'-]*)*(?:\s+(?:since|from|between|before|after|in|during)\s+.*)?"
     r"|(?:since|from|between|before|after|during|in)\s+(?:the\s+)?(?:\d{4}|\w+\s+\d{4}).*)$"
 )
-_YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
-_MONTHS = word_set(
-    "january february march april may june july august september october november december"
-)
 _LIST_SPLIT = re.compile(r"\s*(?:,\s*(?:and|or)\s+|,\s*|\s+and\s+|\s+or\s+|\s*&\s*|\s*/\s*)")
 _PREPOSITION = re.compile(r"^(?P<head>.+?\s(?:of|in|for|at|on|across|among)\s+)(?P<tail>.+)$")
-_VERBS = word_set(
-    """have has had get gets got record records recorded see sees saw attract attracts receive
-    receives received pay pays paid make makes made cost costs use uses used serve serves carry
-    carries employ employs produce produces sell sells sold reach reaches reached need needs
-    require requires take takes took generate generates change changes changed apply applies start
-    starts end ends rise rises rose fall falls fell increase increases decrease decreases open
-    opens close closes begin begins last lasts launch launches finish finishes peak peaks grow
-    grows happen happens occur occurs find finds show shows say says"""
-)
-_COMPARATIVES = {
-    "better": "good",
-    "worse": "bad",
-    "cheaper": "cheap",
-    "safer": "safe",
-    "larger": "large",
-    "bigger": "big",
-    "smaller": "small",
-    "faster": "fast",
-    "slower": "slow",
-    "greener": "green",
-    "healthier": "healthy",
-    "easier": "easy",
-    "harder": "hard",
-    "riskier": "risky",
-    "costlier": "costly",
-    "cleaner": "clean",
-    "quieter": "quiet",
-    "stronger": "strong",
-}
 _RELATIONAL_NOUN = re.compile(
     r"\b(?:driver|drivers|cause|causes|reason|reasons|effect|effects|impact|impacts|consequence|"
     r"consequences|factor|factors|source|sources|role|result|results|trigger|triggers)$",
@@ -115,8 +85,8 @@ def _as_question(text: str) -> str:
 
 
 def _natural_case(item: str) -> str:
-    """ "Heat pumps" at the start of a question becomes "heat pumps"; "Rust", "UK" and
-    "Paris Metro" keep their capitals."""
+    """ "Heat pumps" at the start of a question becomes "heat pumps"; "Zig", "UK" and
+    "Lisbon Tram" keep their capitals."""
     words = item.split()
     if len(words) >= 2 and words[0][:1].isupper() and words[0][1:].islower() and words[1].islower():
         return words[0].lower() + item[len(words[0]) :]
@@ -131,46 +101,11 @@ def _strip_lead(text: str) -> str:
     return re.sub(r"^(?:the|a|an)\s+", "", text, flags=re.IGNORECASE).strip()
 
 
-def find_timeframe(text: str) -> tuple[str | None, str | None] | None:
-    """The period a question names: "since 2019" → (2019, None), "2015–2020" → (2015, 2020)."""
-    span = re.search(r"\b(?:between|from)\s+(\d{4})\s+(?:and|to|until|-|–)\s+(\d{4})\b", text)
-    span = span or re.search(r"\b(\d{4})\s*[-–]\s*(\d{4})\b", text)
-    if span:
-        return (span.group(1), span.group(2))
-    since = re.search(r"\b(?:since|after|from)\s+(\d{4})\b", text, re.IGNORECASE)
-    if since:
-        return (since.group(1), None)
-    before = re.search(r"\b(?:before|until|up to)\s+(\d{4})\b", text, re.IGNORECASE)
-    if before:
-        return (None, before.group(1))
-    years = sorted(set(_YEAR.findall(text)))
-    if years:
-        return (years[0], years[-1])
-    return None
-
-
-def find_geographies(text: str) -> list[str]:
-    """Capitalised places after "in"/"across": "in the UK" → ["UK"], "in France and Germany" →
-    ["France", "Germany"]. Months and years are not places."""
-    places: list[str] = []
-    pattern = re.compile(
-        r"\b(?:in|across|within|throughout)\s+(?:the\s+)?"
-        r"((?:[A-Z][\w.'-]*)(?:\s+[A-Z][\w.'-]*)*(?:\s*(?:,|and|or|&)\s*(?:the\s+)?"
-        r"[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*)*)*)"
-    )
-    for match in pattern.finditer(text):
-        for item in _LIST_SPLIT.split(match.group(1)):
-            item = item.strip()
-            if item and fold(item) not in _MONTHS and not item.isdigit() and item not in places:
-                places.append(item)
-    return places
-
-
 @dataclass(frozen=True)
 class Subject:
     """What a question's first part is about, for resolving references in its later parts.
 
-    ``entity`` is the thing ("the Paris Metro line 14 extension") that "it"/"its" and a bare
+    ``entity`` is the thing ("the Lisbon tram line 14 extension") that "it"/"its" and a bare
     follow-up ("is phosphorus the main driver?") point to; ``measure`` is what "that" stands for
     in "how does that compare" ("the number of weekday boardings of the … extension");
     ``context`` anchors a follow-up that names neither ("how much was paid out in total").
@@ -235,10 +170,15 @@ def find_subject(first_part: str) -> Subject:
     return Subject(lead, lead)
 
 
-def split_parts(objective: str) -> list[str]:
-    """The separate questions inside ``objective`` ("What is X and how does it work?")."""
+def split_parts(objective: str, *, keep_bare: bool = False) -> list[str]:
+    """The separate questions inside ``objective`` ("What is X and how does it work?"); a
+    bare "why" is kept when ``keep_bare`` (it asks about the statements before it)."""
     parts = [_clean(part) for part in _PART_SPLIT.split(objective)]
-    return [part for part in parts if content_terms(part)]
+    return [
+        part
+        for part in parts
+        if content_terms(part) or (keep_bare and re.fullmatch(_WH, part, re.IGNORECASE))
+    ]
 
 
 @dataclass(frozen=True)
@@ -258,6 +198,8 @@ class Comparison:
     # For "the cost of heat pumps vs gas boilers": the bare second side ("gas boilers"), so
     # the comparison reads "how does the cost of heat pumps compare with gas boilers".
     counterpart: str = ""
+    # "difference between X and Y" asks what each is and how they differ, not which is better.
+    difference: bool = False
 
 
 def _split_list(text: str) -> list[str]:
@@ -306,6 +248,9 @@ def find_comparison(part: str, *, subject: str = "") -> Comparison | None:
     patterns = (
         r"^(?:which|what)\s+(?:is|are|was|were)\s+(?P<adj>(?:more|less|most|least)\s+\w+|\w+er|"
         r"better|worse)\s*[,:]?\s+(?P<a>.+?)\s+or\s+(?P<b>.+?)$",
+        # "Is X safer than Y": a comparative with "than" compares two things on that quality.
+        rf"^{_AUX}\s+(?P<a>.+?)\s+(?P<adj>(?:more|less)\s+\w+|\w+er|better|worse)\s+than\s+"
+        r"(?P<b>.+?)$",
         rf"^(?:{_WH}\s+(?:{_AUX}\s+)?)?(?P<a>.+?)\s+(?:compare|compares|stack up|measure up)\s+"
         rf"(?:with|to|against)\s+(?P<b>.+?){facet_tail}$",
         rf"^(?:compare|comparing|contrast)\s+(?P<a>.+?)\s+(?:with|to|and|against|versus|vs\.?)\s+"
@@ -355,6 +300,7 @@ def find_comparison(part: str, *, subject: str = "") -> Comparison | None:
             scope=scope,
             adjective=(groups.get("adj") or "").casefold(),
             anaphoric=anaphoric,
+            difference=bool(re.search(r"\bdifferences?\s+between\b", text, re.IGNORECASE)),
         )
     return None
 
@@ -383,6 +329,8 @@ def _comparison_questions(comparison: Comparison) -> list[SubQuestion]:
         if comparison.adjective:
             verb = "are" if item.endswith("s") else "is"
             text = f"How {_base_adjective(comparison.adjective)} {verb} {item}{purpose}{scope}"
+        elif comparison.difference and not facets:
+            text = f"What is {item}{purpose}{scope}"
         elif comparison.counterpart and not facets:
             text = f"What is known about the {item}{purpose}{scope}"
         elif facets:
@@ -405,6 +353,13 @@ def _comparison_questions(comparison: Comparison) -> list[SubQuestion]:
                     f"The comparison on {facet}.",
                 )
             )
+    elif comparison.difference and not facets:
+        questions.append(
+            SubQuestion(
+                _as_question(f"How does {a} differ from {b}{purpose}{scope}"),
+                "The difference the question asks for.",
+            )
+        )
     elif comparison.counterpart:
         on = f" on {facets[0]}" if facets else ""
         questions.append(
@@ -447,7 +402,14 @@ def _listed_items(part: str) -> tuple[str, list[str], str] | None:
     if any(re.match(rf"^(?:\w+\s+)?{_WH}\b", item, re.IGNORECASE) for item in items):
         # "…in 2025, and on which dates?" asks a second question, it lists no items.
         return None
-    return match.group("head"), items, match.group("tail") or ""
+    if any(re.match(r"^(?:never|not|no longer|also|always|still|then)\b", i, re.I) for i in items):
+        # "…lives only in RAM and never touches the disk": a second predicate, not an item.
+        return None
+    head = match.group("head")
+    preposition = head.split()[-1].casefold()
+    # "…for debug builds and for release builds": the items do not repeat the head's "for".
+    items = [re.sub(rf"^{re.escape(preposition)}\s+", "", item, flags=re.I) for item in items]
+    return head, items, match.group("tail") or ""
 
 
 def _to_question(part: str) -> str:
@@ -501,9 +463,18 @@ def _resolve_references(part: str, subject: Subject, first_part: str = "") -> st
     subject_terms = set(content_terms(subject.measure))
     if resolved == part and not subject_terms & set(content_terms(part)):
         # "…, and is phosphorus the main driver?" means the driver *of the subject*.
+        anchor = subject.context or entity
+        if _CLAUSE.search(anchor):
+            # The subject is a clause ("which version lets me…"), not a thing "of" which one
+            # can ask: the follow-up keeps the first question before it, as asked.
+            return f"{_as_question(first_part)} {_as_question(part)}"
         joiner = " of " if _RELATIONAL_NOUN.search(_clean(part)) else " in the case of "
-        resolved = f"{_clean(part)}{joiner}{subject.context or entity}"
+        resolved = f"{_clean(part)}{joiner}{anchor}"
     return resolved
+
+
+# A personal pronoun, an auxiliary or a wh-word marks a clause rather than a noun phrase.
+_CLAUSE = re.compile(rf"\b(?:i|me|my|you|your|we|our|{_AUX}|{_WH})\b", re.IGNORECASE)
 
 
 def _wh_word(text: str) -> str:
@@ -519,16 +490,64 @@ def _terms_overlap(first: str, second: str) -> float:
     return len(a & b) / len(a | b)
 
 
+# A sentence ends at "." or "!" (not an ellipsis "...") before a capital or a quotation.
+_SENTENCE_BREAK = re.compile(r"(?<=[^.][.!])\s+(?=[A-Z\"\u201c])")
+_QUESTION_START = re.compile(rf"^(?:{_WH}|{_AUX}|{_IMPERATIVE})\b", re.IGNORECASE)
+# "In Quillpad, what is…": a leading phrase that sets the context of the whole question.
+_LEADING_SETTING = re.compile(
+    rf"^(?P<lead>(?:in|for|with|using|within|on)\s+[^,?]{{1,60}}),\s+(?P<rest>(?:{_WH}|{_AUX})\b.+)$",
+    re.IGNORECASE,
+)
+
+
+def split_context(objective: str) -> tuple[str, str]:
+    """Statements before the question ("My script fails with … . What does that mean?") and
+    the question itself. The statements are context every sub-question keeps, since the
+    question ("what does that mean", "why") means nothing without them."""
+    sentences = _SENTENCE_BREAK.split(_clean(objective) + ("?" if objective.rstrip().endswith("?") else ""))
+    context: list[str] = []
+    while len(sentences) > 1 and not sentences[0].rstrip().endswith("?"):
+        if _QUESTION_START.match(sentences[0]):
+            break
+        context.append(sentences.pop(0).rstrip(" ."))
+    return " ".join(context), " ".join(sentences)
+
+
+def _move_setting(text: str) -> str:
+    """ "In Quillpad, what is X?" → "what is X in Quillpad": the setting joins the end."""
+    match = _LEADING_SETTING.match(_clean(text))
+    if not match:
+        return text
+    return f"{match.group('rest').rstrip(' ?')} {match.group('lead')[:1].lower()}{match.group('lead')[1:]}"
+
+
+def _with_context(question: SubQuestion, context: str) -> SubQuestion:
+    if not context:
+        return question
+    text = question.text
+    return SubQuestion(
+        f"{context}: {text[:1].lower()}{text[1:]}", question.rationale, question.priority,
+        question.requires_primary,
+    )
+
+
 def decompose(objective: str, *, limit: int = 6) -> Decomposition:
     """Break ``objective`` into at most ``limit`` sub-questions (at least one)."""
-    parts = split_parts(objective) or [_clean(objective)]
+    context, asked = split_context(objective)
+    asked = _move_setting(asked)
+    parts = split_parts(asked, keep_bare=bool(context)) or [_clean(asked)]
     subject = find_subject(parts[0])
     questions: list[SubQuestion] = []
     topics: list[str] = []
+    compared = False
     for index, raw_part in enumerate(parts):
-        part = _resolve_references(raw_part, subject, parts[0]) if index else raw_part
+        if compared and len(content_terms(raw_part, drop=QUESTION_FILLER)) <= 1:
+            continue  # "…safer than Y? What is the difference?": the comparison asks it already
+        # With statements before the question, every part keeps them: "it" reads as asked.
+        part = _resolve_references(raw_part, subject, parts[0]) if index and not context else raw_part
         comparison = find_comparison(raw_part if index else part, subject=subject.measure)
         if comparison is not None:
+            compared = True
             questions.extend(_comparison_questions(comparison))
             topics.extend(comparison.items + comparison.facets)
             continue
@@ -550,6 +569,7 @@ def decompose(objective: str, *, limit: int = 6) -> Decomposition:
             f"The {wh} part of the question." if wh and len(parts) > 1 else "The question as asked."
         )
         questions.append(SubQuestion(question, reason))
+    questions = [_with_context(question, context) for question in questions]
     unique: list[SubQuestion] = []
     for question in questions:
         if all(_terms_overlap(question.text, kept.text) < 1.0 for kept in unique):

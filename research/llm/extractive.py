@@ -10,6 +10,7 @@ synthesizer groups the quotations by question and states the gaps
 call with zero tokens.
 """
 
+import re
 from dataclasses import dataclass
 
 from research.engine.contracts import (
@@ -173,7 +174,9 @@ def extractive_plan(request: PlanRequest) -> ResearchPlan:
 @dataclass(frozen=True)
 class _Need:
     question: PlanQuestion
-    urgency: int  # 0 no evidence, 1 needs corroboration, 2 supporting without evidence
+    # 0 no evidence, 1 needs corroboration, 2 supporting without evidence, 3 covered by one
+    # page only (see _second_pages)
+    urgency: int
     evidence_count: int
 
 
@@ -196,6 +199,22 @@ def _needs(plan: ResearchPlan, coverage: dict[str, QuestionCoverage]) -> list[_N
     return [need for *_, need in sorted(needs, key=lambda entry: entry[:3])]
 
 
+def _second_pages(plan: ResearchPlan, coverage: dict[str, QuestionCoverage]) -> list[_Need]:
+    """Required questions the gate counts as covered that rest on one page.
+
+    A first-party page meets the finish gate on its own, but documentation spreads an answer
+    over pages (a guide and the reference it links to); the naive read-the-top-five baseline
+    cites the page holding the answer more often than one read does. Such a question may
+    take one more read — only a strong match (``READ_THRESHOLD``), never another search.
+    """
+    needs = []
+    for question in plan.questions:
+        item = coverage.get(question.id)
+        if question.id in plan.required_question_ids and item and len(item.source_ids) < 2:
+            needs.append(_Need(question, 3, item.evidence_count))
+    return needs
+
+
 def _unlimited(remaining: Usage) -> bool:
     # A brief without a remaining budget (all zero) means the caller did not fill it in;
     # the engine stops research itself when a hard budget is really exhausted.
@@ -204,13 +223,22 @@ def _unlimited(remaining: Usage) -> bool:
     )
 
 
+def _path_words(path: str) -> str:
+    """The words of an address path ("/docs/git-bisect.html" → "docs git bisect"), without
+    the file type."""
+    return " ".join(re.split(r"[^A-Za-z0-9]+", re.sub(r"\.[A-Za-z0-9]{1,5}$", "", path)))
+
+
 class _CandidateRanker:
-    """Scores unread search results against questions: term coverage of title and snippet,
-    a small bonus for preferred domains, a small penalty for lower discovery rank."""
+    """Scores unread search results against questions: term coverage of title, snippet and
+    the address path's words, a small bonus for preferred domains, a small penalty for lower
+    discovery rank."""
 
     def __init__(self, candidates: list[CandidateSummary]) -> None:
         self.terms = {
-            c.source_id: frozenset(content_terms(f"{c.title} {c.snippet} {c.domain}"))
+            c.source_id: frozenset(
+                content_terms(f"{c.title} {c.snippet} {c.domain} {_path_words(c.path)}")
+            )
             for c in candidates
         }
         self.weights = TermWeights(self.terms.values())
@@ -248,7 +276,7 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
     evidence, or search for it with a query not yet tried; finish when nothing useful remains."""
     plan = brief.plan
     coverage = {item.question_id: item for item in brief.coverage}
-    needs = _needs(plan, coverage)
+    needs = _needs(plan, coverage) or _second_pages(plan, coverage)
     if not needs:
         return ResearchDecision(
             actions=[FinishAction(rationale="Every question has the evidence the plan asks for.")]
@@ -270,7 +298,7 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
     chosen_sources: set[str] = set()
     chosen_domains: set[str] = set()
 
-    def best_read(need: _Need) -> tuple[CandidateSummary, list[str]] | None:
+    def best_read(need: _Need) -> tuple[CandidateSummary, list[str], float] | None:
         question = need.question
         used_domains = {
             domains.get(source_id, "")
@@ -282,35 +310,50 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
                 continue
             # A question that has evidence but needs corroboration accepts a weaker match:
             # the decider cannot see page text, and a second site is what the gate asks for.
-            # So does a question with no evidence once its searches are used up, and its
-            # candidates need not name what it asks (a title is short): reading the best weak
-            # match beats giving up unread.
-            last_resort = need.urgency == 0 and need.question.id in searched_out
+            # So does a question with no evidence once it has been searched, and its
+            # candidates need not name what it asks: a reference page's title is short
+            # ("Widget", "Pool settings") and a long question's terms dilute coverage,
+            # so a title rarely reaches READ_THRESHOLD. Reading the best weak match (and
+            # searching again beside it) beats searching until the budget runs out unread;
+            # once its searches are used up, any candidate sharing a term will do.
+            last_resort = need.urgency == 0 and need.question.id in searched
             value = ranker.score(question, candidate, need_focus=not last_resort)
             weak_ok = need.urgency == 1 or last_resort
             threshold = CORROBORATION_READ_THRESHOLD if weak_ok else READ_THRESHOLD
-            if value < threshold:
+            if last_resort and question.id in searched_out:
+                threshold = 0.0  # nothing left to search: the best match that shares a term
+            if value < threshold or (threshold == 0.0 and value <= 0.0):
                 continue
             # A second source from a site already backing the question adds no independent
             # corroboration; prefer new sites, then the better match.
             fresh = candidate.domain not in used_domains and candidate.domain not in chosen_domains
-            options.append((not fresh, -value, candidate.source_id, candidate))
+            # Ties go to the earlier search result: source ids are random, discovery order is not.
+            options.append((not fresh, -value, ranker.rank[candidate.source_id], candidate))
         if not options:
             return None
-        candidate = min(options)[3]
+        best = min(options)
+        candidate, value = best[3], -best[1]
         also = [
             other.question.id
             for other in needs
             if other.question.id != question.id
             and ranker.score(other.question, candidate) >= READ_THRESHOLD
         ]
-        return candidate, [question.id, *also]
+        return candidate, [question.id, *also], value
+
+    def _first_query_tried(question: PlanQuestion) -> bool:
+        queries = search_queries(
+            question.text, objective=plan.objective, requires_primary=question.requires_primary
+        )
+        return bool(queries) and fingerprint_query(queries[0]).key in tried
 
     def next_query(need: _Need) -> str | None:
         question = need.question
         queries = search_queries(
             question.text, objective=plan.objective, requires_primary=question.requires_primary
         )
+        if need.urgency == 3:
+            return None  # the gate is met: a second page is read only if one was found
         if need.urgency == 2:
             queries = queries[:1]  # supporting questions get one try, not the budget
         for query in queries:
@@ -320,8 +363,9 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
         return None
 
     # Questions whose searches were all made before this decision (a search proposed now may
-    # still bring better results, so it does not count).
+    # still bring better results, so it does not count), and those searched at least once.
     searched_out = {need.question.id for need in needs if next_query(need) is None}
+    searched = {need.question.id for need in needs if _first_query_tried(need.question)}
     for _ in range(MAX_ACTIONS):
         progressed = False
         for need in needs:
@@ -330,7 +374,7 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
             question = need.question
             found = best_read(need) if reads_left > 0 else None
             if found is not None:
-                candidate, question_ids = found
+                candidate, question_ids, value = found
                 actions.append(
                     ReadAction(
                         source_id=candidate.source_id,
@@ -348,7 +392,8 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
                 chosen_domains.add(candidate.domain)
                 reads_left -= 1
                 progressed = True
-                continue
+                if value >= READ_THRESHOLD or len(actions) >= MAX_ACTIONS:
+                    continue
             query = next_query(need) if searches_left > 0 else None
             if query is not None:
                 tried.add(fingerprint_query(query).key)
@@ -370,6 +415,10 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
             break
     if actions:
         return ResearchDecision(actions=actions)
+    if all(need.urgency == 3 for need in needs):
+        return ResearchDecision(
+            actions=[FinishAction(rationale="Every question has the evidence the plan asks for.")]
+        )
     open_ids = ", ".join(need.question.id for need in needs)
     return ResearchDecision(
         actions=[

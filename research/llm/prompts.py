@@ -80,7 +80,7 @@ def neutralise_markers(text: str) -> str:
 def untrusted_block(kind: str, label: str, text: str) -> str:
     """Wrap untrusted ``text`` in sealed markers of ``kind`` (e.g. ``SOURCE``) for ``label``.
 
-    The seal is a digest of the enclosed text, so a page cannot know the seal of the envelope
+    The seal is a hash of the enclosed text, so a page cannot know the seal of the envelope
     it sits in; marker-like runs inside the text are neutralised as well.
     """
     safe_label = _LABEL_UNSAFE.sub("_", label)[:64] or "unnamed"

@@ -213,6 +213,10 @@ _ANNOUNCES = re.compile(
 )
 _ANNOUNCED_SPAN = 6
 _ANNOUNCED_SHARE = 0.8
+# Reference documentation puts an option's value in a short block of its own right after the
+# option's description ("Default: 4096", "Type: integer"): the value answers through
+# the description, whose words it never repeats. Such a block (fewer than _SHORT_WORDS words,
+# carrying a figure) shares the description's relevance like an announced detail.
 
 
 def _follow_announcements(
@@ -222,9 +226,15 @@ def _follow_announcements(
     relevance (a little less), so the announced details can be quoted too."""
     order = {index: position for position, index in enumerate(page.usable)}
     for index in sorted(scores):
+        position = order[index]
+        following = page.usable[position + 1] if position + 1 < len(page.usable) else None
+        if following is not None and _is_value_block(page, index, following):
+            inherited = relevance[index] * _ANNOUNCED_SHARE
+            if inherited >= MIN_RELEVANCE and inherited > relevance.get(following, 0):
+                relevance[following] = inherited
+                scores[following] = inherited
         if not _ANNOUNCES.search(page.passage(index)):
             continue
-        position = order[index]
         for following in page.usable[position + 1 : position + 1 + _ANNOUNCED_SPAN]:
             if not _QUANTITY.search(page.passage(following)):
                 continue
@@ -232,6 +242,20 @@ def _follow_announcements(
             if inherited >= MIN_RELEVANCE and inherited > relevance.get(following, 0):
                 relevance[following] = inherited
                 scores[following] = inherited
+
+
+def _is_value_block(page: "_Page", index: int, following: int) -> bool:
+    """Whether ``following`` is a short value block right after passage ``index``: the next
+    segment of the page, in a block of its own under the same heading, short, with a figure."""
+    after, before = page.segments[following], page.segments[index]
+    passage = page.passage(following)
+    return (
+        following == index + 1
+        and after.paragraph != before.paragraph
+        and after.heading == before.heading
+        and len(passage.split()) < _SHORT_WORDS
+        and bool(_QUANTITY.search(passage))
+    )
 
 
 @dataclass

@@ -17,6 +17,7 @@ from django import template
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from research.engine.quality import FIRST_PARTY_LABEL, FIRST_PARTY_NOTE_PREFIX
 from research.engine.states import RunStatus
 from research.engine.urls import safe_source_url
 
@@ -94,6 +95,18 @@ def thousands(value: Any) -> str:
         return f"{int(value):,}"
     except (TypeError, ValueError):
         return str(value)
+
+
+@register.filter
+def class_label(source: Any) -> str:
+    """A source's class as shown: the first-party heuristic's label when it gave the class,
+    otherwise the class's display name."""
+    quality = getattr(source, "quality", None)
+    notes = quality.get("notes", []) if isinstance(quality, dict) else getattr(quality, "notes", [])
+    if any(str(note).startswith(FIRST_PARTY_NOTE_PREFIX) for note in notes or []):
+        return FIRST_PARTY_LABEL[0].upper() + FIRST_PARTY_LABEL[1:]
+    display = getattr(source, "get_source_class_display", None)
+    return display() if callable(display) else label(getattr(source, "source_class", ""))
 
 
 @register.filter

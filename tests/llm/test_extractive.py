@@ -50,3 +50,49 @@ def test_stemming_keeps_verbs_ending_in_ply() -> None:
 
     assert {stem(w) for w in ("apply", "applies", "applied", "applying")} == {"apply"}
     assert stem("supply") == "supply" and stem("quickly") == "quick"
+
+
+def test_a_short_value_block_after_a_relevant_description_is_quoted_too() -> None:
+    from research.engine.contracts import Block
+    from research.llm.selection import QuestionText, select_passages
+
+    parts = [
+        "Options",
+        "The spool limit is the largest amount of data in bytes the queue keeps before it "
+        "drops new messages.",
+        "Default: 4096 * 1024.",
+        "The colour option sets the colour of the log lines.",
+        "Default: 3.",
+    ]
+    text = "\n\n".join(parts)
+    blocks, offset = [], 0
+    for number, part in enumerate(parts):
+        kind = "heading" if number == 0 else "paragraph"
+        blocks.append(Block(start=offset, end=offset + len(part), kind=kind))
+        offset += len(part) + 2
+    question = QuestionText("q1", "How much data does the queue keep before it drops messages?")
+
+    quoted = [text[p.start : p.end] for p in select_passages(text, [question], blocks=blocks)]
+
+    assert "Default: 4096 * 1024." in quoted
+    assert "Default: 3." not in quoted  # the value of an option the question is not about
+
+
+def test_answer_shapes_follow_the_question_type() -> None:
+    from research.engine.question_terms import answer_shape_bonus
+
+    cases = [
+        ("Since which release can I use upserts?", "Upserts were added in version 3.24.0.",
+         "Upserts are useful."),
+        ("What is a sparse checkout?", "A sparse checkout is a working tree with some files.",
+         "Sparse checkouts save space."),
+        ("How do I enable tracing?", "Use the trace flag to enable tracing.",
+         "Tracing slows programs."),
+        ("How does a lease differ from a lock?", "Unlike a lock, a lease expires.",
+         "Leases expire."),
+        ("Does the parser check types automatically?", "Type checks are disabled by default.",
+         "The parser reads files."),
+    ]
+    for question, answer, other in cases:
+        assert answer_shape_bonus(question, answer) > 0, question
+        assert answer_shape_bonus(question, other) == 0, question

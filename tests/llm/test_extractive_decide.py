@@ -163,3 +163,62 @@ def test_with_searches_used_up_the_best_weak_match_is_read_rather_than_nothing()
     assert "read" not in [a.type for a in fresh]
     # ...once they are used up, the best weak match is, and the unrelated page is not.
     assert [(a.type, a.source_id) for a in exhausted] == [("read", "s1")]
+
+
+def test_a_searched_question_reads_its_best_weak_match_and_searches_again():
+    # A reference page's title is short: "Widget" for a question about widget.spin().
+    plan = make_plan("What is the difference between widget.spin() and widget.halt() in Toolkit?")
+    brief = make_brief(
+        plan,
+        candidates=[
+            candidate("s1", "Widget | Toolkit Documentation", domain="toolkit.example"),
+            candidate("s2", "Gardening in spring", domain="garden.example"),
+        ],
+    )
+    queries = [a.query for a in _decide(make_brief(plan)) if a.type == "search"]
+    brief = brief.model_copy(update={"recent_queries": queries[:1]})
+
+    actions = _decide(brief)
+
+    assert [a.source_id for a in actions if a.type == "read"] == ["s1"]
+    assert any(a.type == "search" for a in actions)
+
+
+def test_an_unsearched_question_does_not_read_a_weak_match():
+    plan = make_plan("What is the difference between widget.spin() and widget.halt() in Toolkit?")
+    brief = make_brief(
+        plan, candidates=[candidate("s1", "Widget | Toolkit Documentation")]
+    )
+
+    assert all(a.type == "search" for a in _decide(brief))
+
+
+def test_a_question_covered_by_one_page_reads_a_second_strong_match_but_never_searches():
+    plan = make_plan("What do heat pumps cost to run?")
+    primary = QuestionCoverage(
+        question_id="q1", evidence_count=2, source_ids=["s1"], clusters=["domain:energy.example"],
+        has_primary=True,
+    )
+    strong = candidate("s2", "What heat pumps cost to run", domain="energy.example")
+    weak = candidate("s3", "Gardening in spring", domain="garden.example")
+
+    actions = _decide(make_brief(plan, coverage=[primary], candidates=[strong, weak]))
+    assert [(a.type, getattr(a, "source_id", None)) for a in actions] == [("read", "s2")]
+
+    finished = _decide(make_brief(plan, coverage=[primary], candidates=[weak]))
+    assert [a.type for a in finished] == ["finish"]
+
+
+def test_the_address_path_names_a_reference_page_whose_title_is_short():
+    from research.engine.contracts import CandidateSummary
+
+    plan = make_plan("What does the glossary say an identity map is?")
+    short = CandidateSummary(
+        source_id="s1", status="candidate", title="Reference", domain="docs.example",
+        path="/en/14/identity-map.html",
+    )
+    other = candidate("s2", "Reference", domain="docs.example")
+    brief = make_brief(plan, candidates=[other, short], recent_queries=["glossary identity map"])
+
+    reads = [a for a in _decide(brief) if a.type == "read"]
+    assert reads and reads[0].source_id == "s1"

@@ -318,3 +318,23 @@ def test_workspace_links_to_the_report_when_there_is_one(owner, client_for):
     run = completed_run(owner)
     page = client_for(owner).get(reverse("research:run_detail", args=[run.pk])).content.decode()
     assert f'href="{reverse("research:run_report", args=[run.pk])}"' in page
+
+
+def test_first_party_sources_are_labelled_as_a_heuristic(owner, client_for, htmx_headers):
+    from research.engine.quality import FIRST_PARTY_NOTE_PREFIX
+
+    run = completed_run(owner, sources=2)
+    source = run.sources.order_by("created_at").first()
+    source.source_class = "primary"
+    source.quality = {
+        "source_class": "primary",
+        "authority": "high",
+        "notes": [f"{FIRST_PARTY_NOTE_PREFIX} the site's own address names 'example'."],
+    }
+    source.save(update_fields=["source_class", "quality"])
+    client = client_for(owner)
+    detail = client.get(reverse("research:source_detail", args=[run.pk, source.pk]))
+    assert "First-party (heuristic)" in detail.content.decode()
+    markdown = client.get(reverse("research:report_markdown", args=[run.pk])).content.decode()
+    assert "· first-party (heuristic)" in markdown
+    assert markdown.count("first-party (heuristic)") == 1  # the other source is official

@@ -95,6 +95,9 @@ class CandidateSummary(_Part):
     status: SourceStatus
     title: str = ""
     domain: str = ""
+    # The address's path ("/docs/git-bisect.html"): documentation names its pages after
+    # their subject, and a short title ("git-bisect(1)") often says less than the path.
+    path: str = ""
     snippet: str = ""
     preferred: bool = False
 

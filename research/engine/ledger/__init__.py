@@ -8,6 +8,7 @@ been found in the stored snapshot, and its locator is computed here from the sna
 from research.engine.ledger.contradictions import comparable_value, find_contradictions
 from research.engine.ledger.evidence import (
     VerificationOutcome,
+    content_order,
     evidence_hash,
     evidence_id_for,
     normalize_claim_key,
@@ -35,6 +36,7 @@ from research.engine.ledger.independence import (
 )
 
 __all__ = [
+    "content_order",
     "ACROSS_GAP",
     "CROSSES_BLOCKS",
     "DuplicateMatch",

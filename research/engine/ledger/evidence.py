@@ -49,6 +49,13 @@ def evidence_hash(run_id: str, source_id: str, excerpt: str, claim_key: str | No
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
 
 
+def content_order(item: Evidence) -> tuple[str, int, str]:
+    """A tie-break for evidence of equal rank that does not depend on the run: the excerpt's
+    matching form, then where it sits, then the id. Ids hash the run id, so ordering ties by
+    id alone gave the same question on the same web a different report every run."""
+    return (normalize_for_matching(item.excerpt), getattr(item.locator, "start", 0), item.id)
+
+
 def evidence_id_for(hash_hex: str) -> str:
     """A short, stable, URL- and anchor-safe evidence id derived from the evidence hash."""
     return f"ev-{hash_hex[:20]}"

@@ -4,6 +4,7 @@ import logging
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from research.engine.contracts import (
     CandidateSummary,
@@ -27,6 +28,7 @@ from research.engine.guards import (
     fingerprint_query,
     validate_actions,
 )
+from research.engine.ledger import content_order
 from research.engine.ports import ModelError
 from research.engine.run.context import Halt, Phase, RunContext, View, budget_halt
 from research.engine.run.metering import OUTPUT_TOKEN_CAPS
@@ -417,12 +419,14 @@ class Deciding(Phase):
                 status=s.status,
                 title=display_text(s.title, 200),
                 domain=s.domain,
+                path=display_text(urlsplit(s.url).path, 200),
                 snippet=display_text(s.snippet, 300),
                 preferred=preferred,
             )
             for s, preferred in unread[:BRIEF_CANDIDATES]
         ]
-        ranked = sorted(view.evidence, key=lambda e: (-e.relevance_bp, e.id))[:BRIEF_EVIDENCE]
+        ranked = sorted(view.evidence, key=lambda e: (-e.relevance_bp, content_order(e)))
+        ranked = ranked[:BRIEF_EVIDENCE]
         evidence = [
             EvidenceSummary(
                 id=item.id,

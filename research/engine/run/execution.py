@@ -18,6 +18,7 @@ from research.engine.contracts import (
 from research.engine.guards import BudgetRefused, action_dedupe_key, plan_fetch_waves
 from research.engine.ledger import assign_independence_clusters, find_duplicate
 from research.engine.ports import AcquisitionError, CandidateDrop, fetch_counted
+from research.engine.quality import plan_subjects, with_first_party
 from research.engine.run.context import Batch, Fetch, Halt, Phase, RunContext
 from research.engine.run.progress import display_text
 from research.engine.states import RunStatus
@@ -368,7 +369,7 @@ class Execution(Phase):
             return None
         sources = self._store.list_sources(run.id)
         duplicate = find_duplicate(document, sources, source_id=source.id)
-        quality = self._quality(document, source, sources, duplicate_of=duplicate)
+        quality = self._quality(run, document, source, sources, duplicate_of=duplicate)
         record = self._store.record_acquisition(
             run.id,
             source.id,
@@ -394,13 +395,14 @@ class Execution(Phase):
 
     def _quality(
         self,
+        run: RunContext,
         document: SourceDocument,
         source: SourceRecord,
         sources: Sequence[SourceRecord],
         *,
         duplicate_of: object,
     ) -> SourceQuality:
-        quality = self._classify(document)
+        quality = with_first_party(document, self._classify(document), plan_subjects(run.plan))
         provisional = source.model_copy(
             update={
                 "status": "duplicate" if duplicate_of else "fetched",

@@ -23,6 +23,7 @@ from research.engine.contracts import (
     VerificationRequest,
 )
 from research.engine.guards import BudgetRefused, estimate_tokens, source_cluster
+from research.engine.ledger import content_order
 from research.engine.ports import ModelError, Verifier
 from research.engine.quoted_report import write_extractive_report
 from research.engine.review import ValidatedReport, finalize_report
@@ -400,7 +401,9 @@ def _select_evidence(
     contradictions: Sequence[ContradictionCandidate],
     room_tokens: int,
 ) -> list[Evidence]:
-    ranked = sorted(evidence, key=lambda e: (-e.relevance_bp, -e.confidence_bp, e.id))
+    ranked = sorted(
+        evidence, key=lambda e: (-e.relevance_bp, -e.confidence_bp, content_order(e))
+    )
     order: list[Evidence] = []
     seen: set[str] = set()
 

@@ -1,0 +1,113 @@
+"""The no-model planner on technical wording: names kept out of the scope, comparisons split
+into well-formed questions per side, statements kept as context (research/llm/decompose.py,
+research/llm/scope.py)."""
+
+import pytest
+
+from research.llm.decompose import decompose, split_context
+from research.llm.scope import find_geographies, find_timeframe, is_technical_name
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What changed in Python 3.11?",
+        "How are sessions stored in Zircon 2.3?",
+        "What is the identity map in MegaORM?",
+        "How do I read a file in Node.js?",
+        "How do I install it on macOS?",
+        "Which version do I need for the examples in The Tarn Programming Language book?",
+        "Is there a garbage collector in C++?",
+        "How are modules resolved in the Tarn 2021 edition?",
+        "What does the retry flag do in Brisk v18?",
+    ],
+)
+def test_technical_names_are_not_places(question):
+    assert find_geographies(question) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "places"),
+    [
+        ("How many heat pumps were sold in France and Germany?", ["France", "Germany"]),
+        ("How did ridership change in Paris last year?", ["Paris"]),
+        ("What is the minimum wage in the UK since 2019?", ["UK"]),
+        ("In 2023, how many trams ran in Lisbon?", ["Lisbon"]),
+    ],
+)
+def test_places_are_still_places(question, places):
+    assert find_geographies(question) == places
+
+
+def test_versions_and_editions_are_not_time_frames():
+    assert find_timeframe("What is new in the Tarn 2021 edition?") is None
+    assert find_timeframe("What changed in Python 3.11?") is None
+    assert find_timeframe("How many trams ran in 2023?") == ("2023", "2023")
+    assert find_timeframe("In 2023, how many trams ran?") == ("2023", "2023")
+
+
+def test_a_name_modifying_a_noun_is_technical_but_one_before_a_clause_word_is_not():
+    assert is_technical_name("Zircon", " docs say")
+    assert not is_technical_name("France", " and Germany")
+    assert not is_technical_name("Paris", " last year")
+
+
+def _texts(question: str) -> list[str]:
+    return [sub.text for sub in decompose(question).questions]
+
+
+def test_a_comparative_with_than_is_a_comparison_per_side():
+    assert _texts("Is zircon rebase safer than a plain merge? What is the difference?") == [
+        "How safe is zircon rebase?",
+        "How safe is plain merge?",
+        "Which is safer, zircon rebase or plain merge?",
+    ]
+
+
+def test_a_difference_asks_what_each_side_is_and_how_they_differ():
+    assert _texts("What is the difference between Widget.spin() and Widget.halt() in Brisk?") == [
+        "What is Widget.spin() in Brisk?",
+        "What is Widget.halt() in Brisk?",
+        "How does Widget.spin() differ from Widget.halt() in Brisk?",
+    ]
+
+
+def test_a_leading_setting_joins_the_end_instead_of_becoming_a_question():
+    texts = _texts("In MegaORM, what is the difference between lazy joins and eager joins?")
+    assert texts[-1] == "How does lazy joins differ from eager joins in MegaORM?"
+    assert not any("known about In" in text for text in texts)
+
+
+def test_statements_before_the_question_stay_with_every_part():
+    assert split_context("My build fails with “error E12”. What does that mean?") == (
+        "My build fails with “error E12”",
+        "What does that mean?",
+    )
+    assert _texts("I removed half the files but the archive is as big as before. Why, and how do I "
+                  "shrink it?") == [
+        "I removed half the files but the archive is as big as before: why?",
+        "I removed half the files but the archive is as big as before: how do I shrink it?",
+    ]
+    # an ellipsis is not the end of a sentence
+    assert split_context("Since which release can I write INSERT ... ON CONFLICT?")[0] == ""
+
+
+def test_a_follow_up_to_a_clause_keeps_the_first_question_instead_of_gluing_it():
+    texts = _texts("Which Zircon version lets me write async handlers, and do I need anything "
+                   "extra?")
+    assert texts == [
+        "Which Zircon version lets me write async handlers?",
+        "Which Zircon version lets me write async handlers? Do I need anything extra?",
+    ]
+    assert not any("in the case of" in text for text in texts)
+
+
+def test_listed_items_do_not_repeat_the_preposition_or_take_a_second_predicate():
+    assert _texts("What level does Tarn use for debug builds and for release builds?") == [
+        "What level does Tarn use for debug builds?",
+        "What level does Tarn use for release builds?",
+    ]
+    assert _texts("How can I open a database that lives only in memory and never touches the "
+                  "disk?") == [
+        "How can I open a database that lives only in memory and never touches the disk?"
+    ]
