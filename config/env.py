@@ -6,6 +6,7 @@ so a mistyped value stops start-up with a message an operator can act on.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,20 @@ def env_list(name: str, default: list[str] | None = None) -> list[str]:
     if raw is None:
         return list(default or [])
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_json_object(name: str) -> dict:
+    """A JSON object (``{}`` when unset), such as a storage backend's options."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a JSON object, and this is not valid JSON.") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{name} must be a JSON object ({{...}}), not {type(value).__name__}.")
+    return value
 
 
 def database_config(url: str, *, sqlite_path: Path) -> dict:

@@ -16,6 +16,7 @@ from config.env import (
     database_config,
     env_bool,
     env_int,
+    env_json_object,
     env_list,
     env_str,
     redis_url,
@@ -160,6 +161,18 @@ STATIC_ROOT.mkdir(exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # Uploaded library documents: files under DATA_DIR by default; any Django storage backend
+    # (an S3-compatible store through django-storages, docs/documents.md) by dotted path, its
+    # options as a JSON object.
+    "documents": {
+        "BACKEND": env_str("DOCUMENT_STORAGE_BACKEND")
+        or "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": (
+            env_json_object("DOCUMENT_STORAGE_OPTIONS")
+            if env_str("DOCUMENT_STORAGE_BACKEND")
+            else {"location": str(DATA_DIR / "documents")}
+        ),
+    },
 }
 # Serve straight from the source folders too, so `make run` needs no collectstatic.
 WHITENOISE_USE_FINDERS = True

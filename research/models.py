@@ -429,3 +429,7 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} → {self.webhook}"
+
+
+# The library tables live in their own module; Django finds models through this one.
+from research.library_models import Library, LibraryDocument  # noqa: E402, F401

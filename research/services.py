@@ -35,6 +35,7 @@ from research.engine.states import (
     resume_target,
     retry_target,
 )
+from research.libraries import LibraryError, check_policy_documents
 from research.lifecycle import run_transition
 from research.models import ResearchEvidence, ResearchRun, ResearchSource
 from research.worker.store import evidence_from_row, write_evidence_row
@@ -167,6 +168,7 @@ def run_create(
         raise RunActionError(
             f"The source controls are not valid: {_validation_sentence(exc)}."
         ) from None
+    _check_documents(owner, policy)
     if team is not None and not can_create_team_run(owner, team):
         if not Membership.objects.filter(team=team, user=owner).exists():
             raise RunActionError("You can only share research with a team you belong to.")
@@ -212,6 +214,13 @@ def run_create(
     return run
 
 
+def _check_documents(owner: User, policy: SourcePolicy) -> None:
+    try:
+        check_policy_documents(owner, policy)
+    except LibraryError as error:
+        raise RunActionError(str(error)) from None
+
+
 @transaction.atomic
 def plan_update(
     *,
@@ -234,6 +243,7 @@ def plan_update(
             raise RunActionError(
                 f"The source controls are not valid: {_validation_sentence(exc)}."
             ) from None
+        _check_documents(run.owner, policy)
         fields["source_policy"] = policy.model_dump(mode="json")
     updated = ResearchRun.objects.filter(
         pk=run.pk, status=RunStatus.AWAITING_APPROVAL, plan_version=expected_version

@@ -47,6 +47,8 @@ CandidateDrop = Literal[
     "non-web port",
     "excluded domain",
     "outside the allowed domains",
+    "web not used by this run",
+    "document not chosen for this run",
 ]
 """Why a search result did not become a candidate: short fixed phrases, counted per reason in
 the search step's summary ("8 results; 3 dropped: private address not allowed")."""

@@ -26,12 +26,15 @@ __all__ = [
     "InvalidPolicyEntry",
     "PolicyDecision",
     "PolicyEntry",
+    "DOCUMENT_IDENTIFIER",
     "PolicyRefusal",
     "UnsupportedURLError",
     "canonical_url",
     "evaluate_domain_policy",
     "host_matches",
     "hostname",
+    "document_address",
+    "is_document_url",
     "is_http_url",
     "normalize_host",
     "normalize_url",
@@ -123,7 +126,13 @@ _MULTI_LABEL_SUFFIXES = frozenset(
 # fmt: on
 
 
-PolicyRefusal = Literal["not a web address", "excluded domain", "outside the allowed domains"]
+PolicyRefusal = Literal[
+    "not a web address",
+    "excluded domain",
+    "outside the allowed domains",
+    "web not used by this run",
+    "document not chosen for this run",
+]
 """Why the source policy refuses a URL, as the short fixed phrase a search step counts."""
 
 
@@ -515,6 +524,16 @@ def evaluate_domain_policy(url: str, policy: "SourcePolicy") -> PolicyDecision:
     ``full_web`` allows everything not excluded. Listed IP addresses match exactly, and an
     entry with a port matches that port only.
     """
+    document = _document_decision(url, policy)
+    if document is not None:
+        return document
+    if not policy.web:
+        return PolicyDecision(
+            allowed=False,
+            preferred=False,
+            reason="This run uses its documents only, not the web.",
+            refusal="web not used by this run",
+        )
     try:
         host, port, shown = _url_host_and_port(url)
     except UnsupportedURLError as error:
@@ -555,6 +574,53 @@ def _entry(text: str) -> PolicyEntry:
         return parse_policy_entry(text)
     except InvalidPolicyEntry:
         return PolicyEntry(host="", port=0, is_address=True)
+
+
+# Uploaded documents are addressed ``document://<library>/<document>`` (see
+# ``research.sources.documents.addresses``): opaque lower-case identifiers, so an address has
+# one spelling and is its own normal form.
+DOCUMENT_IDENTIFIER = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+_DOCUMENT_ADDRESS = re.compile(
+    r"^document://([a-z0-9][a-z0-9_-]{0,63})/([a-z0-9][a-z0-9_-]{0,63})$"
+)
+
+
+def document_address(url: str) -> tuple[str, str] | None:
+    """``(library, document)`` of a ``document://`` address, or ``None`` for anything else."""
+    match = _DOCUMENT_ADDRESS.match(url) if isinstance(url, str) else None
+    return (match.group(1), match.group(2)) if match else None
+
+
+def is_document_url(url: str) -> bool:
+    """Whether ``url`` is a well-formed ``document://`` address of an uploaded document."""
+    return document_address(url) is not None
+
+
+def _document_decision(url: str, policy: "SourcePolicy") -> PolicyDecision | None:
+    address = document_address(url)
+    if address is None:
+        if url.startswith("document:"):
+            return PolicyDecision(
+                allowed=False,
+                preferred=False,
+                reason="This is not a valid document address.",
+                refusal="not a web address",
+            )
+        return None
+    library, document = address
+    chosen = (policy.documents == "library" and library == policy.library_id) or (
+        policy.documents == "selected" and document in policy.document_ids
+    )
+    if not chosen:
+        return PolicyDecision(
+            allowed=False,
+            preferred=False,
+            reason="This document is not one of the documents chosen for this run.",
+            refusal="document not chosen for this run",
+        )
+    return PolicyDecision(
+        allowed=True, preferred=True, reason="The document was chosen for this run."
+    )
 
 
 def safe_source_url(url: str | None) -> str | None:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from research.web import reports, views
+from research.web import libraries, reports, views
 
 app_name = "research"
 
@@ -36,6 +36,11 @@ urlpatterns = [
         )
         for section in _SECTIONS
     ],
+    path("libraries/", libraries.library_list, name="library_list"),
+    path("libraries/<uuid:library_id>/", libraries.library_detail, name="library_detail"),
+    path("libraries/<uuid:library_id>/delete/", libraries.library_delete, name="library_delete"),
+    path("documents/<uuid:document_id>/", libraries.document_detail, name="document_detail"),
+    path("documents/<uuid:document_id>/delete/", libraries.document_delete, name="document_delete"),
     path("share/<str:share_token>/", reports.run_shared, name="run_shared"),
     path("share/<str:share_token>/report.md", reports.shared_markdown, name="shared_markdown"),
     path("share/<str:share_token>/report.pdf", reports.shared_pdf, name="shared_pdf"),

@@ -32,6 +32,7 @@ from research.sources import WebSourceAdapter
 from research.sources.config import sources_config_from_settings
 from research.worker import webhooks
 from research.worker.crashes import clear_crashes, record_crash
+from research.worker.documents import LibraryCatalog
 from research.worker.events import ChannelLayerEvents
 from research.worker.leases import Heartbeat, claim_run, new_owner_id, release_lease
 from research.worker.store import DjangoStore
@@ -54,7 +55,7 @@ def build_orchestrator(
     return Orchestrator(
         store=DjangoStore(lease_owner=lease_owner),
         model=client,
-        sources=WebSourceAdapter(sources_config_from_settings()),
+        sources=WebSourceAdapter(sources_config_from_settings(), documents=LibraryCatalog()),
         events=ChannelLayerEvents(),
         clock=SystemClock(),
         # A model endpoint may need one repair call per request; the extractive backend never does.

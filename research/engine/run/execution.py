@@ -25,6 +25,7 @@ from research.engine.urls import (
     canonical_url,
     evaluate_domain_policy,
     hostname,
+    is_document_url,
     registrable_domain,
 )
 
@@ -198,7 +199,8 @@ class Execution(Phase):
         for candidate in candidates:
             reason: CandidateDrop | None
             try:
-                canonical_url(candidate.url)
+                if not is_document_url(candidate.url):
+                    canonical_url(candidate.url)
             except UnsupportedURLError:
                 reason = "not a web address"
             else:
