@@ -43,6 +43,20 @@ from research.sources.documents.pdf_reader import PdfReaderUnavailable
 
 logger = logging.getLogger(__name__)
 
+__all__ = [
+    "DocumentRefused",
+    "LibraryError",
+    "check_policy_documents",
+    "document_delete",
+    "document_get_for_user",
+    "document_pages",
+    "document_upload",
+    "library_create",
+    "library_delete",
+    "library_get_for_user",
+    "visible_libraries",
+]
+
 LibraryNeed = Literal["view", "edit", "delete"]
 LIBRARY_NAME_MAX_CHARS = 100
 _CHECKS = {"view": can_view_library, "edit": can_edit_library, "delete": can_delete_library}

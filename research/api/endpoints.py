@@ -11,7 +11,8 @@ serialisers; the routes are by subject:
 - ``research.api.plan``: the plan and the controls (approve, pause, resume, cancel, refine,
   retry, budget);
 - ``research.api.reads``: steps, sources, evidence, the report and its exports;
-- ``research.api.shared``: the same reads behind a share link.
+- ``research.api.shared``: the same reads behind a share link;
+- ``research.api.libraries``: libraries, document uploads and deletions.
 
 Importing a route module registers its routes; the order below is the order of the paths in
 the OpenAPI document, so keep it.
@@ -25,6 +26,7 @@ from research.api import runs  # noqa: F401
 from research.api import plan  # noqa: F401
 from research.api import reads  # noqa: F401
 from research.api import shared  # noqa: F401
+from research.api import libraries  # noqa: F401
 
 # isort: on
 

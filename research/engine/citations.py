@@ -24,7 +24,7 @@ from research.engine.contracts import (
 )
 from research.engine.ports import ModelError
 from research.engine.support import Support, check_support, clean_statement
-from research.engine.urls import safe_source_url
+from research.engine.urls import is_document_url, safe_source_url
 
 UNSUPPORTED_LABEL = "Not supported by verified evidence:"
 MISMATCH_LABEL = "Not borne out by its cited excerpts:"
@@ -559,12 +559,23 @@ def render_markdown(
     if report.methodology:
         out += ["## Methodology", ""]
         out += [f"- {escape_markdown(line)}" for line in report.methodology] + [""]
-    if ctx.index.citations:
-        out += ["## Sources", ""]
-        for citation in ctx.index.citations:
-            out.append(_md_source(citation, ctx))
-        out.append("")
+    documents = [c for c in ctx.index.citations if _is_document(c, ctx)]
+    web = [c for c in ctx.index.citations if not _is_document(c, ctx)]
+    # Uploaded documents are listed apart from the web: a reader checks them in their own
+    # library, not by following a link.
+    for heading, citations in (
+        ("Documents", documents),
+        ("Web sources" if documents else "Sources", web),
+    ):
+        if citations:
+            out += [f"## {heading}", ""]
+            out += [_md_source(citation, ctx) for citation in citations] + [""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _is_document(citation: Citation, ctx: _RenderContext) -> bool:
+    source = ctx.sources.get(citation.source_id)
+    return source is not None and is_document_url(source.url)
 
 
 def _md_cites(evidence_ids: Sequence[str], ctx: _RenderContext) -> str:
