@@ -598,8 +598,12 @@ def _md_source(citation: Citation, ctx: _RenderContext) -> str:
     title = escape_markdown((source.title if source else "") or "Untitled source")
     url = safe_source_url(source.url if source else None)
     line = f"{citation.number}. " + (f"[{title}]({_markdown_url(url)})" if url else title)
-    if source and source.publisher:
+    if source and source.reference:
+        line += f" — {escape_markdown(source.reference)}"
+    elif source and source.publisher:
         line += f" — {escape_markdown(source.publisher)}"
+    if source and source.abstract_only:
+        line += " — abstract only"
     where = describe_locator(item)
     if where:
         line += f" ({escape_markdown(where)})"

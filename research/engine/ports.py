@@ -23,6 +23,7 @@ from research.engine.contracts import (
     ResearchPlan,
     RunControls,
     RunSnapshot,
+    ScholarlyMetadata,
     SearchCandidate,
     SourceDocument,
     SourcePolicy,
@@ -144,7 +145,14 @@ class SourceAdapter(Protocol):
         :meth:`screen` and counts them, so a search never loses results silently."""
         ...
 
-    def acquire(self, url: str, *, policy: SourcePolicy, max_bytes: int) -> SourceDocument:
+    def acquire(
+        self,
+        url: str,
+        *,
+        policy: SourcePolicy,
+        max_bytes: int,
+        work: ScholarlyMetadata | None = None,
+    ) -> SourceDocument:
         """Fetch and normalise ``url``; raises :class:`AcquisitionError`."""
         ...
 

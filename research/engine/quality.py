@@ -7,6 +7,11 @@ from research.engine.contracts import SourceDocument, SourceQuality
 from research.engine.guards import PRIMARY_CLASSES
 from research.engine.urls import UnsupportedURLError, hostname
 
+ABSTRACT_ONLY_NOTE = (
+    "Only the abstract was read: no open-access full text of this work was available, so the "
+    "snapshot is the index's record (title, authors, venue, abstract)."
+)
+
 # --------------------------------------------------------------------------------------------
 # Source quality
 # --------------------------------------------------------------------------------------------
@@ -79,6 +84,8 @@ def classify_source(document: SourceDocument, *, now: datetime | None = None) ->
     notes = ["Classified from the web address; not a judgement of accuracy."]
     if document.truncated:
         notes.append("Only the first part of the page was kept (size limit).")
+    if document.abstract_only:
+        notes.append(ABSTRACT_ONLY_NOTE)
     return SourceQuality(
         source_class=source_class,  # type: ignore[arg-type]
         authority=authority,  # type: ignore[arg-type]

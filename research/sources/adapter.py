@@ -17,7 +17,12 @@ from typing import Protocol
 
 import httpcore
 
-from research.engine.contracts import SearchCandidate, SourceDocument, SourcePolicy
+from research.engine.contracts import (
+    ScholarlyMetadata,
+    SearchCandidate,
+    SourceDocument,
+    SourcePolicy,
+)
 from research.engine.ports import CandidateDrop
 from research.engine.urls import (
     UnsupportedURLError,
@@ -27,6 +32,7 @@ from research.engine.urls import (
     registrable_domain,
 )
 from research.engine.works import collapse_candidates
+from research.sources.abstracts import abstract_document
 from research.sources.config import SourcesConfig
 from research.sources.errors import SourceError, blocked, failed
 from research.sources.extract import extract_document
@@ -178,7 +184,14 @@ class WebSourceAdapter:
             }
         )
 
-    def acquire(self, url: str, *, policy: SourcePolicy, max_bytes: int) -> SourceDocument:
+    def acquire(
+        self,
+        url: str,
+        *,
+        policy: SourcePolicy,
+        max_bytes: int,
+        work: ScholarlyMetadata | None = None,
+    ) -> SourceDocument:
         """Fetch ``url`` and return its normalised snapshot of at most ``max_bytes`` bytes.
 
         The source policy is checked for the URL and for every redirect target.
@@ -186,12 +199,35 @@ class WebSourceAdapter:
         everything else raises ``AcquisitionError`` at once. The whole
         acquisition, retries and their waits included, ends within the
         configured total time limit.
+
+        ``work`` is what a scholarly index said about the work at ``url``: when it names no
+        open-access full text, or that text cannot be read, the index's record (with its
+        abstract) is the snapshot, marked ``abstract_only``. A ``document://`` address is
+        read from the library (``DocumentCatalog``).
         """
         if max_bytes < 1:
             raise ValueError("max_bytes must be at least 1.")
         if is_document_url(url):
             return self._acquire_document(url, policy=policy, max_bytes=max_bytes)
         self._check_policy(url, policy)
+        has_abstract = work is not None and bool(work.abstract)
+        if has_abstract and work.full_text_url is None:
+            return self._abstract(url, work, max_bytes)
+        try:
+            return self._fetch(url, policy=policy, max_bytes=max_bytes)
+        except SourceError:
+            if not has_abstract:
+                raise
+            logger.info("The full text at %s could not be read; using the abstract.", url)
+            return self._abstract(url, work, max_bytes)
+
+    def _abstract(self, url: str, work: ScholarlyMetadata, max_bytes: int) -> SourceDocument:
+        record = SearchCandidate(
+            url=url, title=work.title, provider="scholarly", rank=1, scholarly=work
+        )
+        return abstract_document(record, max_bytes=max_bytes, retrieved_at=self._now())
+
+    def _fetch(self, url: str, *, policy: SourcePolicy, max_bytes: int) -> SourceDocument:
         window = AttemptWindow(
             clock=self._clock,
             ends_at=self._clock() + self.config.total_timeout,

@@ -56,6 +56,7 @@ _SOURCE_FIELDS = (
     "source__status",
     "source__kind",
     "source__quality",
+    "source__metadata",
 )
 _EVIDENCE_FIELDS = (
     "id",

@@ -14,6 +14,7 @@ Rules the engine relies on, enforced here and by database constraints:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
+from pydantic import ValidationError as PydanticValidationError
 
 from research.engine.contracts import (
     Block,
@@ -30,6 +32,7 @@ from research.engine.contracts import (
     ResearchPlan,
     RunControls,
     RunSnapshot,
+    ScholarlyMetadata,
     SearchCandidate,
     SourceDocument,
     SourcePolicy,
@@ -56,6 +59,8 @@ from research.report_templates import template_sections
 from research.sources.documents.addresses import document_url_hash
 from research.worker.leases import release_lease, renew_lease
 from research.worker.shutdown import SHUTTING_DOWN
+
+logger = logging.getLogger(__name__)
 
 _SOURCE_KIND = {
     "html": ResearchSource.Kind.WEB,
@@ -476,6 +481,7 @@ def _merged_metadata(source_id: str, document: SourceDocument) -> dict:
         "headings": [h.model_dump(mode="json") for h in document.headings],
         "pages": [p.model_dump(mode="json") for p in document.pages],
         "declared_canonical_url": document.declared_canonical_url,
+        "abstract_only": document.abstract_only,
     }
     return metadata
 
@@ -536,7 +542,19 @@ def _source_record(source: ResearchSource) -> SourceRecord:
         status_reason=source.last_error,
         declared_canonical_url=(metadata.get("document") or {}).get("declared_canonical_url"),
         work_ids=[str(key) for key in metadata.get("work_ids", [])],
+        scholarly=_scholarly(metadata),
     )
+
+
+def _scholarly(metadata: dict) -> ScholarlyMetadata | None:
+    stored = metadata.get("scholarly")
+    if not isinstance(stored, dict):
+        return None
+    try:
+        return ScholarlyMetadata.model_validate(stored)
+    except PydanticValidationError:
+        logger.warning("A source's stored scholarly metadata no longer validates; it is ignored.")
+        return None
 
 
 def write_evidence_row(item: Evidence, *, step_id: str | None) -> ResearchEvidence:

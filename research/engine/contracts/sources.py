@@ -269,3 +269,6 @@ class SourceDocument(Contract):
     # A canonical link the page declared on *another* site: evidence of syndication, used by
     # the independence clustering even though canonical_url stays on the fetched site.
     declared_canonical_url: str | None = None
+    # The snapshot is a scholarly index's record (title, authors, abstract), not the work's
+    # text: no open-access full text could be read. Reports say so.
+    abstract_only: bool = False

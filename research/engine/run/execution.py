@@ -301,7 +301,11 @@ class Execution(Phase):
         job = Fetch(step=step, source=source, max_bytes=max_bytes)
         if source.status == "candidate":
             job.future = pool.submit(
-                self._sources.acquire, source.url, policy=run.policy, max_bytes=max_bytes
+                self._sources.acquire,
+                source.url,
+                policy=run.policy,
+                max_bytes=max_bytes,
+                work=source.scholarly,
             )
             return job
         # The source was acquired (or refused) before an interruption: its outcome is stored,
