@@ -19,6 +19,13 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import idna
 
+from research.engine.addresses import (
+    DOCUMENT_IDENTIFIER,
+    document_address,
+    document_policy,
+    is_document_url,
+)
+
 if TYPE_CHECKING:
     from research.engine.contracts import SourcePolicy
 
@@ -524,9 +531,10 @@ def evaluate_domain_policy(url: str, policy: "SourcePolicy") -> PolicyDecision:
     ``full_web`` allows everything not excluded. Listed IP addresses match exactly, and an
     entry with a port matches that port only.
     """
-    document = _document_decision(url, policy)
+    document = document_policy(url, policy)
     if document is not None:
-        return document
+        allowed, reason, refusal = document
+        return PolicyDecision(allowed=allowed, preferred=allowed, reason=reason, refusal=refusal)
     if not policy.web:
         return PolicyDecision(
             allowed=False,
@@ -574,53 +582,6 @@ def _entry(text: str) -> PolicyEntry:
         return parse_policy_entry(text)
     except InvalidPolicyEntry:
         return PolicyEntry(host="", port=0, is_address=True)
-
-
-# Uploaded documents are addressed ``document://<library>/<document>`` (see
-# ``research.sources.documents.addresses``): opaque lower-case identifiers, so an address has
-# one spelling and is its own normal form.
-DOCUMENT_IDENTIFIER = r"^[a-z0-9][a-z0-9_-]{0,63}$"
-_DOCUMENT_ADDRESS = re.compile(
-    r"^document://([a-z0-9][a-z0-9_-]{0,63})/([a-z0-9][a-z0-9_-]{0,63})$"
-)
-
-
-def document_address(url: str) -> tuple[str, str] | None:
-    """``(library, document)`` of a ``document://`` address, or ``None`` for anything else."""
-    match = _DOCUMENT_ADDRESS.match(url) if isinstance(url, str) else None
-    return (match.group(1), match.group(2)) if match else None
-
-
-def is_document_url(url: str) -> bool:
-    """Whether ``url`` is a well-formed ``document://`` address of an uploaded document."""
-    return document_address(url) is not None
-
-
-def _document_decision(url: str, policy: "SourcePolicy") -> PolicyDecision | None:
-    address = document_address(url)
-    if address is None:
-        if url.startswith("document:"):
-            return PolicyDecision(
-                allowed=False,
-                preferred=False,
-                reason="This is not a valid document address.",
-                refusal="not a web address",
-            )
-        return None
-    library, document = address
-    chosen = (policy.documents == "library" and library == policy.library_id) or (
-        policy.documents == "selected" and document in policy.document_ids
-    )
-    if not chosen:
-        return PolicyDecision(
-            allowed=False,
-            preferred=False,
-            reason="This document is not one of the documents chosen for this run.",
-            refusal="document not chosen for this run",
-        )
-    return PolicyDecision(
-        allowed=True, preferred=True, reason="The document was chosen for this run."
-    )
 
 
 def safe_source_url(url: str | None) -> str | None:

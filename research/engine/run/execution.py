@@ -33,6 +33,8 @@ _S = RunStatus
 
 
 def domain_of(url: str) -> str:
+    if is_document_url(url):
+        return "a library document"
     try:
         return hostname(url)
     except UnsupportedURLError:
