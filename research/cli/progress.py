@@ -11,6 +11,7 @@ import shutil
 from datetime import datetime
 from typing import TextIO
 
+from research.engine.steps import StepInput
 from research.models import ResearchEvidence, ResearchRun, ResearchStep
 
 BAR_WIDTH = 24
@@ -35,10 +36,8 @@ def _clip(text: str, limit: int) -> str:
 
 def describe_step(step: ResearchStep) -> str:
     """One line for a finished step: what it did and how it ended."""
-    stored = step.input or {}
-    payload = stored.get("payload") or {}
-    action = payload.get("action") or {}
-    target = payload.get("query") or action.get("query") or payload.get("url") or ""
+    payload = StepInput.read(step.input).payload
+    target = payload.target_query or payload.url
     parts = [f"{step.kind:<10}", f"{step.status:<9}"]
     if target:
         parts.append(f"“{_clip(str(target), 80)}”" if step.kind == "search" else _clip(target, 80))

@@ -16,6 +16,7 @@ from typing import Any
 from research.engine.citations import number_citations, render_markdown
 from research.engine.contracts import Report, SourceRecord, SourceSummary
 from research.engine.ledger import assign_independence_clusters, snapshot_content_hash
+from research.engine.steps import StepInput
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
 from research.worker.store import DjangoStore, evidence_from_row
 
@@ -46,21 +47,20 @@ def render_run_markdown(run: ResearchRun) -> str | None:
 
 
 def _step_entry(step: ResearchStep, urls: dict[str, str]) -> dict[str, Any]:
-    stored = step.input or {}
-    payload = stored.get("payload") or {}
-    action = payload.get("action") or {}
-    source_id = str(payload.get("source_id") or action.get("source_id") or "")
+    stored = StepInput.read(step.input)
+    payload = stored.payload
+    source_id = payload.target_source_id
     return {
         "id": str(step.pk),
         "kind": step.kind,
         "status": step.status,
         "iteration": step.iteration,
         "attempt": step.attempt,
-        "query": payload.get("query") or action.get("query"),
-        "url": payload.get("url") or urls.get(source_id),
+        "query": payload.target_query or None,
+        "url": payload.url or urls.get(source_id),
         "source_id": source_id or None,
-        "refused": bool(payload.get("refused")),
-        "rationale": stored.get("rationale", ""),
+        "refused": payload.refused,
+        "rationale": stored.rationale,
         "summary": step.summary,
         "error": step.error,
         "started_at": _iso(step.started_at),

@@ -37,6 +37,7 @@ from research.engine.contracts import (
     WorkingState,
 )
 from research.engine.states import RunStatus
+from research.engine.steps import StepPayload
 
 AcquisitionErrorKind = Literal["blocked", "failed", "unsupported"]
 
@@ -289,7 +290,7 @@ class Store(Protocol):
         kind: StepKind,
         dedupe_key: str,
         rationale: str = "",
-        payload: dict[str, object] | None = None,
+        payload: StepPayload | None = None,
         iteration: int = 0,
     ) -> StepRecord:
         """Create a pending step, or return the existing step with the same dedupe key

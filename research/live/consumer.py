@@ -20,7 +20,9 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Count, Max
 from django.http import Http404
+from pydantic import TypeAdapter, ValidationError
 
+from research.engine.contracts import ProgressEvent
 from research.engine.states import is_terminal
 from research.models import ResearchRun, ResearchSource, ResearchStep
 from research.selectors import run_get_for_user
@@ -28,6 +30,7 @@ from research.web.workspace import live_fragments, run_shape
 from research.worker.events import register_server_loop, run_group
 
 NOT_FOUND = 4404
+_EVENTS: TypeAdapter[ProgressEvent] = TypeAdapter(ProgressEvent)
 ALL_SECTIONS = frozenset({"header", "progress", "timeline", "sources"})
 # Parts of the workspace each engine event can change.
 SECTIONS_FOR_EVENT: dict[str, frozenset[str]] = {
@@ -82,8 +85,13 @@ class RunConsumer(AsyncWebsocketConsumer):
 
     async def run_event(self, message: dict[str, Any]) -> None:
         """A progress event from the engine (``{"type": "run.event", "event": {...}}``)."""
-        kind = (message.get("event") or {}).get("type", "")
-        self._mark_dirty(SECTIONS_FOR_EVENT.get(kind, ALL_SECTIONS))
+        try:
+            event = _EVENTS.validate_python(message.get("event"))
+        except ValidationError:
+            # Not an event this version knows: re-render everything.
+            self._mark_dirty(ALL_SECTIONS)
+            return
+        self._mark_dirty(SECTIONS_FOR_EVENT.get(event.type, ALL_SECTIONS))
 
     def _mark_dirty(self, sections: frozenset[str]) -> None:
         self.dirty |= sections

@@ -29,6 +29,7 @@ from research import services
 from research.access import can_control_run, can_edit_run
 from research.engine.outcomes import LIMIT_LABELS, outcome_controls
 from research.engine.states import RunStatus
+from research.engine.steps import StepInput
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
 from research.report_templates import REPORT_TEMPLATES, template_sections
 from research.selectors import runs_visible_to
@@ -158,11 +159,10 @@ def _quoted(text: Any) -> str:
 
 def step_label(step: ResearchStep, titles: dict[str, str]) -> str:
     """What a durable step did, in words: “Searching …”, “Reading …”."""
-    payload = (step.input or {}).get("payload") or {}
-    refused = payload.get("refused")
-    action = payload.get("action") or {}
+    payload = StepInput.read(step.input).payload
+    refused = payload.refused
     if step.kind == ResearchStep.Kind.PLAN:
-        refinement = payload.get("refinement")
+        refinement = payload.refinement
         return (
             f"Revising the plan: {_quoted(refinement)}"
             if refinement
@@ -173,19 +173,18 @@ def step_label(step: ResearchStep, titles: dict[str, str]) -> str:
             return "Finishing proposed too early"
         return (
             "Checking whether the research can finish"
-            if payload.get("finish")
+            if payload.finish
             else "Choosing what to search and read next"
         )
     if step.kind == ResearchStep.Kind.SEARCH:
-        query = payload.get("query") or action.get("query")
+        query = payload.target_query
         if refused:
             return f"Search not run: {_quoted(query)}"
-        if payload.get("follow_up"):
+        if payload.follow_up:
             return f"Comparing conflicting figures: searching {_quoted(query)}"
         return f"Searching {_quoted(query)}"
     if step.kind == ResearchStep.Kind.READ:
-        source_id = str(payload.get("source_id") or action.get("source_id") or "")
-        name = titles.get(source_id) or _host(payload.get("url", "")) or "a source"
+        name = titles.get(payload.target_source_id) or _host(payload.url) or "a source"
         return f"Source not read: {name}" if refused else f"Reading {name}"
     if step.kind == ResearchStep.Kind.EXTRACT:
         return "Extracting evidence"
@@ -221,9 +220,7 @@ def timeline_context(run: ResearchRun) -> dict[str, Any]:
     )[::-1]
     earlier = run.steps.count() - len(steps) if len(steps) == TIMELINE_LIMIT else 0
     read_ids = {
-        str(((s.input or {}).get("payload") or {}).get("source_id") or "")
-        for s in steps
-        if s.kind == ResearchStep.Kind.READ
+        StepInput.read(s.input).payload.source_id for s in steps if s.kind == ResearchStep.Kind.READ
     } - {""}
     titles = dict(
         ResearchSource.objects.filter(run=run, pk__in=_valid_uuids(read_ids)).values_list(
@@ -239,7 +236,7 @@ def timeline_context(run: ResearchRun) -> dict[str, Any]:
             detail=step.error
             if step.status == ResearchStep.Status.FAILED and step.error
             else step.summary,
-            rationale=str((step.input or {}).get("rationale") or ""),
+            rationale=StepInput.read(step.input).rationale,
             status=step.status,
             status_label=step.get_status_display(),
             elapsed=_elapsed(step, now),

@@ -13,7 +13,8 @@ import logging
 import redis.exceptions
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
-from pydantic import BaseModel
+
+from research.engine.contracts import ProgressEvent
 
 logger = logging.getLogger(__name__)
 
@@ -39,10 +40,9 @@ class ChannelLayerEvents:
     def __init__(self) -> None:
         self.layer = get_channel_layer()
 
-    def emit(self, event: BaseModel) -> None:
-        payload = event.model_dump(mode="json")
-        message = {"type": "run.event", "event": payload}
-        group = run_group(payload["run_id"])
+    def emit(self, event: ProgressEvent) -> None:
+        message = {"type": "run.event", "event": event.model_dump(mode="json")}
+        group = run_group(event.run_id)
         try:
             loop = _server_loop
             if (
@@ -61,12 +61,12 @@ class ChannelLayerEvents:
             # Redis is down: one line per event, not a traceback; runs go on without it.
             logger.warning(
                 "Could not publish a progress event for run %s: %s",
-                payload.get("run_id"),
+                event.run_id,
                 exc,
             )
         except Exception:  # progress display must never break research
             logger.warning(
                 "Could not publish a progress event for run %s.",
-                payload.get("run_id"),
+                event.run_id,
                 exc_info=True,
             )

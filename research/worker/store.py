@@ -45,6 +45,7 @@ from research.engine.contracts import (
 )
 from research.engine.ports import AcquisitionErrorKind, LeaseLost
 from research.engine.states import RunStatus
+from research.engine.steps import StepInput, StepPayload
 from research.engine.urls import (
     UnsupportedURLError,
     canonical_url,
@@ -208,9 +209,10 @@ class DjangoStore:
         kind: str,
         dedupe_key: str,
         rationale: str = "",
-        payload: dict[str, object] | None = None,
+        payload: StepPayload | None = None,
         iteration: int = 0,
     ) -> StepRecord:
+        payload = payload or StepPayload()
         with self._write(run_id):
             step = ResearchStep.objects.filter(run_id=run_id, dedupe_key=dedupe_key[:200]).first()
             if step is None:
@@ -221,8 +223,8 @@ class DjangoStore:
                             kind=kind,
                             dedupe_key=dedupe_key[:200],
                             iteration=iteration,
-                            question_ids=list((payload or {}).get("question_ids", []) or []),
-                            input={"rationale": rationale, "payload": payload or {}},
+                            question_ids=list(payload.question_ids),
+                            input=StepInput(rationale=rationale, payload=payload).stored(),
                         )
                 except IntegrityError:
                     step = ResearchStep.objects.get(run_id=run_id, dedupe_key=dedupe_key[:200])
@@ -487,15 +489,15 @@ def _merged_metadata(source_id: str, document: SourceDocument) -> dict:
 
 
 def _step_record(step: ResearchStep) -> StepRecord:
-    stored = step.input or {}
+    stored = StepInput.read(step.input)
     return StepRecord(
         id=str(step.pk),
         run_id=str(step.run_id),
         kind=step.kind,
         dedupe_key=step.dedupe_key,
         status=step.status,
-        rationale=stored.get("rationale", ""),
-        payload=stored.get("payload", {}),
+        rationale=stored.rationale,
+        payload=stored.payload.stored(),
         summary=step.summary,
         iteration=step.iteration,
         attempt=step.attempt,

@@ -59,6 +59,7 @@ from research.engine.ports import (
     ModelResult,
 )
 from research.engine.states import RunStatus, check_transition, resume_target
+from research.engine.steps import StepPayload
 from research.engine.urls import (
     canonical_url,
     evaluate_domain_policy,
@@ -230,7 +231,7 @@ class MemoryStore:
         kind: StepKind,
         dedupe_key: str,
         rationale: str = "",
-        payload: dict[str, object] | None = None,
+        payload: StepPayload | None = None,
         iteration: int = 0,
     ) -> StepRecord:
         self._call("begin_step", write=True)
@@ -244,7 +245,7 @@ class MemoryStore:
             dedupe_key=dedupe_key,
             iteration=iteration,
             rationale=rationale,
-            payload=dict(payload or {}),
+            payload=payload.stored() if payload else {},
         )
         self.steps[step.id] = step
         return step

@@ -40,6 +40,7 @@ from research.engine.ports import Clock, ModelClient, ModelError, SourceAdapter,
 from research.engine.quality import SourceClassifier
 from research.engine.run.metering import Meter
 from research.engine.run.progress import Progress
+from research.engine.steps import StepPayload
 
 
 @dataclass
@@ -94,7 +95,7 @@ class Batch:
 
     def add_read(self, step: StepRecord) -> None:
         self.reads.append(step)
-        self.queued_sources.add(str(step.payload.get("source_id", "")))
+        self.queued_sources.add(StepPayload.of(step).source_id)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from research.engine.run.context import Halt, Phase, RunContext, View, budget_ha
 from research.engine.run.metering import OUTPUT_TOKEN_CAPS
 from research.engine.run.progress import display_text
 from research.engine.states import RunStatus
+from research.engine.steps import StepPayload, StepSpec
 from research.engine.urls import evaluate_domain_policy
 
 logger = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ class Deciding(Phase):
             sources=view.by_id,
             seen_fingerprints=run.state.query_fingerprints,
         )
-        accepted: list[tuple[ActionVerdict, dict[str, Any]]] = []
+        accepted: list[tuple[ActionVerdict, StepPayload]] = []
         refused: list[tuple[Action, str]] = []
         finish_requested = False
         gate_passed = False
@@ -147,7 +148,7 @@ class Deciding(Phase):
             run.id,
             kind="decide",
             dedupe_key=f"decide:{number}",
-            payload={"finish": gate_passed, "steps": specs},
+            payload=StepPayload(finish=gate_passed, steps=specs),
             iteration=number,
         )
         step = self._store.start_step(step.id)
@@ -209,7 +210,7 @@ class Deciding(Phase):
             run.id,
             kind="decide",
             dedupe_key=f"decide:{number}:failed:{failed + 1}",
-            payload={"failed": True},
+            payload=StepPayload(failed=True),
             iteration=number,
         )
         step = self._store.start_step(step.id)
@@ -225,28 +226,26 @@ class Deciding(Phase):
         )
         self._progress.step_finished(run.id, step.id, "decide", "failed", display_text(reason, 200))
 
-    def _reserve_action(
-        self, run: RunContext, verdict: ActionVerdict, view: View
-    ) -> dict[str, Any]:
+    def _reserve_action(self, run: RunContext, verdict: ActionVerdict, view: View) -> StepPayload:
         """Reserve budget for an accepted action and return the payload its step keeps."""
         action = verdict.action
         if isinstance(action, SearchAction):
             self._meter.reserve_logical(run, verdict.dedupe_key, Usage(searches=1))
-            return {
-                "query": action.query,
-                "question_ids": list(action.question_ids),
-                "fingerprint": verdict.fingerprint.key if verdict.fingerprint else "",
-                "follow_up": self._follow_up_target(run, view, action),
-            }
+            return StepPayload(
+                query=action.query,
+                question_ids=list(action.question_ids),
+                fingerprint=verdict.fingerprint.key if verdict.fingerprint else "",
+                follow_up=self._follow_up_target(run, view, action),
+            )
         assert isinstance(action, ReadAction)
         max_bytes = self._meter.reserve_read(run, verdict.dedupe_key)
         source = view.by_id[action.source_id]
-        return {
-            "source_id": action.source_id,
-            "question_ids": list(action.question_ids),
-            "url": source.url,
-            "max_bytes": max_bytes,
-        }
+        return StepPayload(
+            source_id=action.source_id,
+            question_ids=list(action.question_ids),
+            url=source.url,
+            max_bytes=max_bytes,
+        )
 
     def _follow_up_target(self, run: RunContext, view: View, action: SearchAction) -> str | None:
         """The open central contradiction a decider's search follows up: one about a
@@ -259,13 +258,13 @@ class Deciding(Phase):
         return None
 
     def _program_follow_ups(
-        self, run: RunContext, view: View, accepted: list[tuple[ActionVerdict, dict[str, Any]]]
-    ) -> list[tuple[ActionVerdict, dict[str, Any]]]:
+        self, run: RunContext, view: View, accepted: list[tuple[ActionVerdict, StepPayload]]
+    ) -> list[tuple[ActionVerdict, StepPayload]]:
         """A targeted search for the first central contradiction nobody follows up yet
         (one per iteration, so follow-ups cannot crowd out the decider's plan)."""
-        covered = {payload.get("follow_up") for _, payload in accepted}
+        covered = {payload.follow_up for _, payload in accepted}
         pending = {
-            step.payload.get("follow_up")
+            StepPayload.of(step).follow_up
             for step in self._store.list_steps(run.id)
             if step.kind == "search" and step.status in ("pending", "running")
         }
@@ -287,13 +286,13 @@ class Deciding(Phase):
             return [
                 (
                     verdict,
-                    {
-                        "query": action.query,
-                        "question_ids": list(action.question_ids),
-                        "fingerprint": verdict.fingerprint.key if verdict.fingerprint else "",
-                        "follow_up": key,
-                        "program": True,
-                    },
+                    StepPayload(
+                        query=action.query,
+                        question_ids=list(action.question_ids),
+                        fingerprint=verdict.fingerprint.key if verdict.fingerprint else "",
+                        follow_up=key,
+                        program=True,
+                    ),
                 )
             ]
         return []
@@ -302,7 +301,7 @@ class Deciding(Phase):
         self,
         run: RunContext,
         contradiction: ContradictionCandidate,
-        accepted: list[tuple[ActionVerdict, dict[str, Any]]],
+        accepted: list[tuple[ActionVerdict, StepPayload]],
     ) -> ActionVerdict | None:
         questions = [
             q for q in run.plan.questions if q.id in contradiction.question_ids
@@ -337,7 +336,7 @@ class Deciding(Phase):
             kind=kind,
             dedupe_key=f"refused:{number}:{index}",
             rationale=display_text(action.rationale, 400),
-            payload={"action": action.model_dump(), "refused": True},
+            payload=StepPayload(action=action, refused=True),
             iteration=number,
         )
         if step.status == "pending":
@@ -348,9 +347,7 @@ class Deciding(Phase):
             run.id, step.id, kind, "rejected", f"Not done: {_describe(action)}"
         )
 
-    def _accept(
-        self, run: RunContext, verdict: ActionVerdict, payload: dict[str, Any]
-    ) -> dict[str, Any]:
+    def _accept(self, run: RunContext, verdict: ActionVerdict, payload: StepPayload) -> StepSpec:
         """Note an accepted action in the working state; returns the spec of its step."""
         action = verdict.action
         assert isinstance(action, SearchAction | ReadAction)
@@ -365,16 +362,14 @@ class Deciding(Phase):
                     "recent_queries": queries[-RECENT_QUERIES_KEPT:],
                 }
             )
-        return {
-            "kind": action.type,
-            "dedupe_key": verdict.dedupe_key,
-            "rationale": display_text(action.rationale, 400),
-            "payload": payload,
-        }
+        return StepSpec(
+            kind=action.type,
+            dedupe_key=verdict.dedupe_key,
+            rationale=display_text(action.rationale, 400),
+            payload=payload,
+        )
 
-    def _persist_steps(
-        self, run: RunContext, number: int, specs: Sequence[dict[str, Any]]
-    ) -> list[str]:
+    def _persist_steps(self, run: RunContext, number: int, specs: Sequence[StepSpec]) -> list[str]:
         """Write accepted actions as pending steps (idempotent by dedupe key); returns the
         ids of those to run. One proposed again after a refinement cancelled it runs again;
         one already finished holds no budget."""
@@ -382,10 +377,10 @@ class Deciding(Phase):
         for spec in specs:
             step = self._store.begin_step(
                 run.id,
-                kind=spec["kind"],
-                dedupe_key=spec["dedupe_key"],
-                rationale=spec["rationale"],
-                payload=spec["payload"],
+                kind=spec.kind,
+                dedupe_key=spec.dedupe_key,
+                rationale=spec.rationale,
+                payload=spec.payload,
                 iteration=number,
             )
             if step.status in ("succeeded", "failed", "skipped"):

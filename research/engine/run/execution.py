@@ -20,6 +20,7 @@ from research.engine.ports import AcquisitionError, CandidateDrop, fetch_counted
 from research.engine.run.context import Batch, Fetch, Halt, Phase, RunContext
 from research.engine.run.progress import display_text
 from research.engine.states import RunStatus
+from research.engine.steps import StepPayload
 from research.engine.urls import (
     UnsupportedURLError,
     canonical_url,
@@ -60,13 +61,14 @@ class Execution(Phase):
         for step in self._store.list_steps(run.id):
             if step.status not in ("pending", "running") and step.id not in wanted:
                 continue
-            if step.payload.get("refused"):
+            payload = StepPayload.of(step)
+            if payload.refused:
                 # A refusal interrupted before it was recorded as skipped.
                 self._store.finish_step(step.id, status="skipped", summary="Refused")
                 continue
             if step.kind == "search":
                 batch.searches.append(step)
-                fingerprint = str(step.payload.get("fingerprint", ""))
+                fingerprint = payload.fingerprint
                 if fingerprint and fingerprint not in run.state.query_fingerprints:
                     run.state = run.state.model_copy(
                         update={"query_fingerprints": [*run.state.query_fingerprints, fingerprint]}
@@ -117,7 +119,7 @@ class Execution(Phase):
     def _next_wave(self, batch: Batch) -> list[StepRecord]:
         if not batch.reads:
             return []
-        waves = plan_fetch_waves(batch.reads, lambda step: str(step.payload.get("url", "")))
+        waves = plan_fetch_waves(batch.reads, lambda step: StepPayload.of(step).url)
         wave = waves[0][: self._max_fetches]
         chosen = {step.id for step in wave}
         batch.reads = [step for step in batch.reads if step.id not in chosen]
@@ -126,7 +128,7 @@ class Execution(Phase):
     def _start_search(
         self, run: RunContext, step: StepRecord, pool: ThreadPoolExecutor
     ) -> "tuple[StepRecord, Future[list[SearchCandidate]]] | None":
-        query = str(step.payload.get("query", ""))
+        query = StepPayload.of(step).query
         try:
             self._meter.reserve_logical(run, step.dedupe_key, Usage(searches=1))
             self._meter.check_time(run, step.dedupe_key)
@@ -154,7 +156,8 @@ class Execution(Phase):
         future: "Future[list[SearchCandidate]]",
     ) -> None:
         usage = Usage(searches=1)
-        follow_up = step.payload.get("follow_up")
+        payload = StepPayload.of(step)
+        follow_up = payload.follow_up
         try:
             candidates = future.result()
         except AcquisitionError as error:
@@ -186,7 +189,7 @@ class Execution(Phase):
                 self._progress.source_updated(run.id, record, f"Found {record.domain}")
         self._progress.step_finished(run.id, step.id, "search", "succeeded", f"Found {summary}")
         self._mark_followed_up(run, follow_up)
-        if follow_up and step.payload.get("program"):
+        if follow_up and payload.program:
             self._queue_follow_up_read(run, batch, step, records)
 
     def _screen_candidates(
@@ -223,7 +226,8 @@ class Execution(Phase):
         self, run: RunContext, batch: Batch, search: StepRecord, records: Sequence[SourceRecord]
     ) -> None:
         """Read the best new result of a program follow-up search in the same iteration."""
-        question_ids = [str(q) for q in search.payload.get("question_ids", [])]
+        payload = StepPayload.of(search)
+        question_ids = list(payload.question_ids)
         for record in records:
             if record.status != "candidate" or record.id in batch.queued_sources:
                 continue
@@ -235,7 +239,7 @@ class Execution(Phase):
                 question_ids,
                 rationale=f"Reading a new source about the conflicting evidence for "
                 f"{', '.join(question_ids)}.",
-                extra={"follow_up": search.payload.get("follow_up")},
+                extra={"follow_up": payload.follow_up},
             )
             if step is not None:
                 batch.add_read(step)
@@ -263,14 +267,14 @@ class Execution(Phase):
             kind="read",
             dedupe_key=key,
             rationale=rationale,
-            payload={
-                "source_id": source.id,
-                "question_ids": question_ids,
-                "url": source.url,
-                "max_bytes": max_bytes,
-                "program": True,
+            payload=StepPayload(
+                source_id=source.id,
+                question_ids=question_ids,
+                url=source.url,
+                max_bytes=max_bytes,
+                program=True,
                 **extra,
-            },
+            ),
             iteration=run.state.iteration,
         )
         if step.status not in ("pending", "running"):
@@ -281,7 +285,7 @@ class Execution(Phase):
     def _start_read(
         self, run: RunContext, step: StepRecord, pool: ThreadPoolExecutor
     ) -> Fetch | None:
-        source_id = str(step.payload.get("source_id", ""))
+        source_id = StepPayload.of(step).source_id
         source = self._store.get_source(run.id, source_id)
         if source is None:
             self._skip(run, step, f"There is no source {source_id} in this run.")
@@ -413,10 +417,11 @@ class Execution(Phase):
 
     def _substitute(self, run: RunContext, batch: Batch, job: Fetch) -> None:
         """After a failed read, read the next best unread candidate from another site."""
-        if job.step.payload.get("substitute_for"):
+        payload = StepPayload.of(job.step)
+        if payload.substitute_for:
             return  # one substitution per proposed read keeps a bad site list bounded
         failed_site = _site_of(job.source.url)
-        question_ids = [str(q) for q in job.step.payload.get("question_ids", [])]
+        question_ids = list(payload.question_ids)
         options: list[tuple[bool, int, SourceRecord]] = []
         for position, source in enumerate(self._store.list_sources(run.id)):
             if source.status != "candidate" or source.id in batch.queued_sources:

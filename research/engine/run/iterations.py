@@ -1,7 +1,6 @@
 """The research phase: the loop of iterations, why it stops, closing an iteration."""
 
 from collections.abc import Mapping
-from typing import Any
 
 from research.engine.contracts import (
     ContradictionCandidate,
@@ -31,6 +30,7 @@ from research.engine.run.context import (
     stop_message,
 )
 from research.engine.states import RunStatus
+from research.engine.steps import StepPayload
 
 _S = RunStatus
 
@@ -151,9 +151,10 @@ class Iterations(Phase):
         new_steps: list[str] = []
         if decided is not None:
             # Decided before an interruption: make sure every step it accepted exists.
-            finishing = bool(decided.payload.get("finish"))
+            decision = StepPayload.of(decided)
+            finishing = decision.finish
             self._meter.reserve_logical(run, iteration_key, Usage(iterations=1), strict=False)
-            new_steps = self._persist_steps(run, number, decided.payload.get("steps", []))
+            new_steps = self._persist_steps(run, number, decision.steps)
         else:
             stop = _stop_reason(run)
             if stop is not None:
@@ -256,12 +257,12 @@ class Iterations(Phase):
             c for c in view.central if c.key not in run.state.followed_up_contradictions
         ]
         pending_follow_ups = any(
-            step.payload.get("follow_up") and step.status in ("pending", "running")
+            StepPayload.of(step).follow_up and step.status in ("pending", "running")
             for step in self._store.list_steps(run.id)
         )
         if not open_conflicts and not pending_follow_ups:
             return None
-        accepted: list[tuple[ActionVerdict, dict[str, Any]]] = []
+        accepted: list[tuple[ActionVerdict, StepPayload]] = []
         while True:
             extra = self._program_follow_ups(run, view, accepted)
             if not extra:
@@ -300,12 +301,13 @@ class Iterations(Phase):
                 continue
             run.ledger.settle(step.dedupe_key, step.usage)
             if step.kind == "search":
-                fingerprint = str(step.payload.get("fingerprint", ""))
+                payload = StepPayload.of(step)
+                fingerprint = payload.fingerprint
                 if fingerprint and fingerprint not in run.state.query_fingerprints:
                     run.state = run.state.model_copy(
                         update={"query_fingerprints": [*run.state.query_fingerprints, fingerprint]}
                     )
-                self._mark_followed_up(run, step.payload.get("follow_up"))
+                self._mark_followed_up(run, payload.follow_up)
             changed = True
         if changed:
             self._checkpoint(run)

@@ -10,6 +10,7 @@ from research.engine.run.context import Phase, outage_stop
 from research.engine.run.metering import OUTPUT_TOKEN_CAPS
 from research.engine.run.progress import display_text
 from research.engine.states import RunStatus
+from research.engine.steps import StepPayload
 
 _S = RunStatus
 
@@ -66,11 +67,11 @@ class Planning(Phase):
             kind="plan",
             dedupe_key=f"plan:v{version}",
             rationale=display_text(refinement or "", 400),
-            payload={"refinement": refinement},
+            payload=StepPayload(refinement=refinement),
             iteration=run.state.iteration,
         )
         # A retried revision keeps the instruction it was given the first time.
-        refinement = refinement or step.payload.get("refinement") or None
+        refinement = refinement or StepPayload.of(step).refinement or None
         step = self._store.start_step(step.id)
         self._progress.step_started(run.id, step.id, "plan", message)
         self._meter.count_retry(ledger, step)
