@@ -244,9 +244,7 @@ class ComposerForm(forms.Form):
         if shared and not data.get("team") and "team" not in self.errors:
             self.add_error("team", "Choose the team to share this research with.")
         if data.get("documents_only") and not (data.get("library") or data.get("document_ids")):
-            self.add_error(
-                "documents_only", "Choose a library or documents to research without the web."
-            )
+            self.add_error(None, "Choose a library or documents to research without the web.")
         return data
 
     def source_policy(self) -> dict[str, Any]:

@@ -258,3 +258,49 @@ def test_a_run_cannot_name_a_library_its_owner_cannot_see(
     )
     assert response.status_code == 422
     assert "Choose one of your libraries" in response.content.decode()
+
+
+def test_the_composer_starts_research_on_a_library_without_the_web(
+    client_for, owner, personal
+) -> None:
+    from research.models import ResearchRun
+
+    libraries.document_upload(library=personal, user=owner, name="notes.md", data=MARKDOWN)
+    client = client_for(owner)
+    page = client.get(reverse("research:run_new")).content.decode()
+    assert "My papers" in page and "Field notes" in page
+    response = client.post(
+        reverse("research:run_new"),
+        {
+            "question": "What did the beach survey find?",
+            "depth": "quick",
+            "source_mode": "full_web",
+            "visibility": "private",
+            "library": str(personal.pk),
+            "documents_only": "on",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:500]
+    policy = ResearchRun.objects.get().source_policy
+    assert (policy["documents"], policy["library_id"], policy["web"]) == (
+        "library",
+        str(personal.pk),
+        False,
+    )
+
+
+def test_documents_only_needs_a_library_or_documents(client_for, owner) -> None:
+    response = client_for(owner).post(
+        reverse("research:run_new"),
+        {
+            "question": "What did the survey find?",
+            "depth": "quick",
+            "source_mode": "full_web",
+            "visibility": "private",
+            "documents_only": "on",
+        },
+    )
+    assert response.status_code == 422
+    assert "Choose a library or documents to research without the web." in (
+        response.content.decode()
+    )
