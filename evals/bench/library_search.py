@@ -127,7 +127,7 @@ def measure(*, documents: int = DOCUMENTS, queries: int = QUERIES) -> dict[str, 
     from research.engine.contracts import SourcePolicy
     from research.models import Library
     from research.sources.documents.search import DocumentIndex
-    from research.worker.documents import LibraryCatalog, _snapshots, documents_for_policy
+    from research.worker.documents import LibraryCatalog, documents_for_policy, load_snapshots
 
     rng = random.Random(20241201)
     user = User.objects.create_user(username=f"bench-{time.time_ns()}")
@@ -161,7 +161,7 @@ def measure(*, documents: int = DOCUMENTS, queries: int = QUERIES) -> dict[str, 
     index = catalog.index(policy)
     # Where a cold search goes: reading and validating the stored snapshots, then BM25.
     began = time.perf_counter()
-    snapshots = _snapshots(documents_for_policy(policy))
+    snapshots = load_snapshots(documents_for_policy(policy))
     loaded = time.perf_counter()
     DocumentIndex(snapshots)
     load_ms, index_ms = (loaded - began) * 1000, (time.perf_counter() - loaded) * 1000

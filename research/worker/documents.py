@@ -58,7 +58,7 @@ class LibraryCatalog:
             if key in self._indexes:
                 self._indexes.move_to_end(key)
                 return self._indexes[key]
-        built = DocumentIndex(_snapshots(rows.filter(pk__in=[pk for pk, _ in key])))
+        built = DocumentIndex(load_snapshots(rows.filter(pk__in=[pk for pk, _ in key])))
         with self._lock:
             self._indexes[key] = built
             while len(self._indexes) > _CACHED_INDEXES:
@@ -78,7 +78,8 @@ class LibraryCatalog:
         return SourceDocument.model_validate(row.snapshot) if row is not None else None
 
 
-def _snapshots(rows: QuerySet[LibraryDocument]) -> Sequence[SourceDocument]:
+def load_snapshots(rows: QuerySet[LibraryDocument]) -> Sequence[SourceDocument]:
+    """The stored snapshots of ``rows``, read back as the engine's contract."""
     return [
         SourceDocument.model_validate(snapshot)
         for snapshot in rows.values_list("snapshot", flat=True)
