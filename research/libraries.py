@@ -172,15 +172,12 @@ def document_upload(
             document.file.save(name, ContentFile(data), save=False)
             stored_name = document.file.name
             document.save(force_insert=True)
-    except (DocumentRefused, IntegrityError) as error:
+    except BaseException as error:
+        # Nothing about a refused or failed upload stays behind, its file included.
         if stored_name:
             document.file.storage.delete(stored_name)
-        if isinstance(error, IntegrityError):
+        if isinstance(error, IntegrityError):  # the same file, uploaded twice at once
             raise DocumentRefused("duplicate", "This file is already in the library.") from None
-        raise
-    except BaseException:
-        if stored_name:
-            document.file.storage.delete(stored_name)
         raise
     return document
 
