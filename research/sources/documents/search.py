@@ -31,7 +31,10 @@ _STOPWORDS = frozenset(STOPWORDS_EN)
 
 def terms(text: str) -> list[str]:
     """The folded words of ``text`` that carry meaning (English stop words left out)."""
-    return [w for w in _WORD.findall(fold(text)) if w not in _STOPWORDS and len(w) > 1]
+    # ASCII text has nothing to decompose or strip, so folding it is case-folding; most
+    # documents are ASCII, and the character-by-character fold would dominate indexing.
+    folded = text.casefold() if text.isascii() else fold(text)
+    return [w for w in _WORD.findall(folded) if w not in _STOPWORDS and len(w) > 1]
 
 
 @dataclass(frozen=True)
