@@ -42,6 +42,8 @@ from research.services import (
 )
 
 MAX_DOMAINS = 50
+# The parts of a source policy that choose uploaded documents (made in the composer).
+DOCUMENT_FIELDS = ("documents", "library_id", "document_ids", "web")
 MAX_PLAN_QUESTIONS = PLAN_QUESTIONS_MAX
 # A domain name has at most 253 characters; one separator follows each.
 DOMAINS_MAX_CHARS = MAX_DOMAINS * 254
@@ -362,17 +364,22 @@ class PlanForm(forms.Form):
     def clean_excluded_domains(self) -> list[str]:
         return parse_domains(self.cleaned_data["excluded_domains"])
 
-    def source_policy(self) -> dict[str, Any] | None:
-        """The edited source policy, or None when the form did not include the controls."""
+    def source_policy(self, current: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The edited source policy, or None when the form did not include the controls.
+
+        The plan review edits the web controls; the run's choice of documents (``current``,
+        its stored policy) is kept as it was."""
         mode = self.cleaned_data.get("source_mode")
         if not mode:
             return None
         if mode != "full_web" and not self.cleaned_data.get("domains"):
             raise forms.ValidationError("List at least one domain for this source setting.")
+        kept = {key: value for key, value in (current or {}).items() if key in DOCUMENT_FIELDS}
         return {
             "mode": mode,
             "domains": self.cleaned_data["domains"] if mode != "full_web" else [],
             "excluded_domains": self.cleaned_data["excluded_domains"],
+            **kept,
         }
 
     def _date(self, name: str) -> str:

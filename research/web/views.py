@@ -207,7 +207,7 @@ def run_plan(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
 def _plan_save(run: ResearchRun, editor: PlanEditor, *, approve: bool) -> tuple[ResearchRun, bool]:
     """Save what the editor holds (``services.plan_save``), approving it if asked."""
     try:
-        policy = editor.form.source_policy()
+        policy = editor.form.source_policy(current=run.source_policy)
     except forms.ValidationError as exc:
         raise RunActionError(" ".join(exc.messages)) from None
     return services.plan_save(
