@@ -8,6 +8,7 @@ sentence for what they see but may not change); uploads are parsed and stored by
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django import forms
 from django.contrib import messages
@@ -17,9 +18,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.models import User
 from research import libraries
 from research.access import can_delete_library, can_edit_library
 from research.libraries import LIBRARY_NAME_MAX_CHARS, LibraryError
+from research.models import Library
 from research.sources.documents import DocumentRefused, document_limits_from_settings
 from research.sources.documents.limits import format_size
 from research.web.forms import TeamChoiceField, editable_teams
@@ -40,7 +43,7 @@ class LibraryForm(forms.Form):
         error_messages={"invalid_choice": "Choose one of your teams where you are an editor."},
     )
 
-    def __init__(self, *args: object, user: object, **kwargs: object) -> None:
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["team"].queryset = editable_teams(user)
 
@@ -73,7 +76,7 @@ def library_list(request: HttpRequest) -> HttpResponse:
     return render(request, "research/libraries.html", context, status=422 if form.errors else 200)
 
 
-def _library_context(request: HttpRequest, library: object, form: UploadForm) -> dict:
+def _library_context(request: HttpRequest, library: Library, form: UploadForm) -> dict:
     limits = document_limits_from_settings()
     return {
         "library": library,
