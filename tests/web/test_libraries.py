@@ -304,3 +304,24 @@ def test_documents_only_needs_a_library_or_documents(client_for, owner) -> None:
     assert "Choose a library or documents to research without the web." in (
         response.content.decode()
     )
+
+
+def test_html_and_plain_text_uploads_are_stored(client_for, owner, personal) -> None:
+    page = (
+        b"<!doctype html><html><head><title>Saved memo</title></head><body><article>"
+        b"<h1>Saved memo</h1><p>The board approved the new intake screens in May, after the "
+        b"trial at two pumping stations showed fewer blockages than the old bar screens.</p>"
+        b"<h2>Costs</h2><p>The screens cost 310,000 euros in total, spread over two budget "
+        b"years, and maintenance contracts were signed with the supplier for five years.</p>"
+        b"</article></body></html>"
+    )
+    client = client_for(owner)
+    assert upload(client, personal, "memo.html", page).status_code == 302
+    assert (
+        upload(client, personal, "plain.txt", b"Intake screens were cleaned weekly.").status_code
+        == 302
+    )
+    html_doc = LibraryDocument.objects.get(name="memo.html")
+    assert html_doc.mime_type == "text/html"
+    assert "Costs" in [h["text"] for h in html_doc.snapshot["headings"]]
+    assert LibraryDocument.objects.get(name="plain.txt").mime_type.startswith("text/plain")
