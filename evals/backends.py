@@ -5,8 +5,10 @@
   the extractive backend but misbehaves the way real models do: it proposes reading an address
   lifted from a page and repeats a search, it re-types excerpts with typographic quotes and
   invents one that the page does not contain, and its first report cites evidence that does not
-  exist and states a finding with no evidence at all. The gates must hold anyway: that is what
-  the program's validation, excerpt verification and citation repair are for.
+  exist and states a finding with no evidence at all; its verifier judges each finding by the
+  deterministic checks but also answers for a finding it was never shown. The gates must hold
+  anyway: that is what the program's validation, excerpt verification, citation repair and
+  reading of verdicts are for.
 * ``openai`` — the OpenAI-compatible client configured by ``LLM_*`` settings, to score a real
   model with the same harness.
 """
@@ -21,6 +23,7 @@ from research.engine.contracts import (
     EvidenceCandidate,
     ExtractionRequest,
     ExtractionResult,
+    FindingVerdict,
     FinishAction,
     PlanRequest,
     ReadAction,
@@ -31,8 +34,11 @@ from research.engine.contracts import (
     SearchAction,
     Statement,
     SynthesisRequest,
+    Verification,
+    VerificationRequest,
 )
-from research.engine.ports import ModelClient, ModelResult
+from research.engine.ports import ModelClient, ModelError, ModelResult
+from research.engine.support import check_support
 from research.llm.extractive import (
     ExtractiveModelClient,
     extractive_decision,
@@ -42,6 +48,8 @@ from research.llm.extractive_report import write_extractive_report
 from research.llm.scripted import ScriptedModelClient
 
 BACKENDS = ("extractive", "scripted", "openai")
+# The backends with a language model, which therefore verify their findings.
+VERIFYING_BACKENDS = frozenset({"scripted", "openai"})
 # The naive retrieve-and-quote baseline (evals/naive_baseline.py): scored like a backend, but
 # it is not a model client and never runs the pipeline.
 NAIVE_BACKEND = "baseline"
@@ -157,6 +165,27 @@ def careless_report(request: SynthesisRequest) -> Report:
     )
 
 
+# A claim id the scripted verifier answers for although no finding has it.
+INVENTED_CLAIM_ID = "finding-nobody-wrote"
+
+
+def careless_verdicts(request: VerificationRequest) -> Verification:
+    """Verdicts by the deterministic checks (a stand-in for a model's judgement, naming the
+    first mismatch as the unsupported part), plus one for a finding that does not exist."""
+    verdicts = []
+    for item in request.findings:
+        support = check_support(item.text, [excerpt.text for excerpt in item.excerpts])
+        verdicts.append(
+            FindingVerdict(
+                claim_id=item.claim_id,
+                verdict="supported" if support.supported else "unsupported",
+                unsupported_part="; ".join(support.mismatches)[:2000],
+            )
+        )
+    verdicts.append(FindingVerdict(claim_id=INVENTED_CLAIM_ID, verdict="unsupported"))
+    return Verification(verdicts=verdicts)
+
+
 def scripted_client() -> ScriptedModelClient:
     """The careless scripted model (plans like the extractive backend)."""
     return (
@@ -164,6 +193,7 @@ def scripted_client() -> ScriptedModelClient:
         .rule("decider", careless_decision)
         .rule("extractor", careless_extraction)
         .rule("synthesizer", careless_report)
+        .rule("verifier", careless_verdicts)
     )
 
 
@@ -223,3 +253,10 @@ class DelayedModelClient:
     def synthesize(self, request: SynthesisRequest) -> ModelResult:
         """The inner report, after the delay."""
         return self._after_delay(lambda: self.inner.synthesize(request))
+
+    def verify(self, request: VerificationRequest) -> ModelResult:
+        """The inner verdicts, after the delay (the inner client must be a verifier)."""
+        verify = getattr(self.inner, "verify", None)
+        if verify is None:
+            raise ModelError("The wrapped model client has no verifier.")
+        return self._after_delay(lambda: verify(request))

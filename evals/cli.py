@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from config.env import ConfigError
-from evals.backends import BACKENDS, NAIVE_BACKEND, model_factory
+from evals.backends import BACKENDS, NAIVE_BACKEND, VERIFYING_BACKENDS, model_factory
 from evals.environment import isolated_django
+from evals.follow_up import follow_up_line, follow_up_totals
 from evals.gates import (
     BASELINE_PATH,
     Gate,
@@ -169,6 +170,8 @@ class BackendResult:
     runs: list[Any]
     totals: dict[str, Any]
     gates: list[Gate] = field(default_factory=list)
+    # Follow-up questions asked of the finished reports (evals/follow_up.py); aggregates only.
+    follow_up: dict[str, Any] | None = None
 
     @property
     def scores(self) -> list[TaskScore]:
@@ -227,9 +230,25 @@ def run_sets(
 
                     runs = run_tasks(tasks, web=web, model=model, reference=reference, on_done=show)
                     totals = aggregate([run.score for run in runs])
-                    results.append(BackendResult(task_set, backend, runs, totals))
+                    follow_up = None
+                    if model is not None:
+                        follow_up = follow_up_totals(len(runs), [run.follow_up for run in runs])
+                    results.append(BackendResult(task_set, backend, runs, totals, [], follow_up))
                     out.write(summary_line(totals) + "\n")
+                    if follow_up is not None:
+                        if show_tasks:
+                            write_follow_ups(runs, out)
+                        out.write(follow_up_line(follow_up) + "\n")
     return results
+
+
+def write_follow_ups(runs: Sequence[Any], out: TextIO) -> None:
+    """One line per task with a follow-up question (never for the held-out set)."""
+    for run in runs:
+        item = run.follow_up
+        if item is not None:
+            verdict = "quoted" if item.quoted else ("answered" if item.answered else "not answered")
+            out.write(f"  follow-up {item.task_id}: {verdict} — {item.question}\n")
 
 
 def summary_line(totals: dict[str, Any]) -> str:
@@ -256,6 +275,7 @@ def apply_gates(results: list[BackendResult], *, full: bool) -> None:
             task_set=result.task_set,
             committed=committed,
             naive_totals=naive.get(result.task_set),
+            verifier=result.backend in VERIFYING_BACKENDS,
         )
 
 
@@ -279,6 +299,7 @@ def results_document(
         # The held-out set's per-task results stay out of files unless explicitly asked for.
         "tasks": [score.as_dict() for score in result.scores] if show_tasks else "withheld",
         "totals": result.totals,
+        "follow_up": result.follow_up,
         "committed": load_committed(result.task_set, result.backend),
         "gates": gates_as_dicts(result.gates),
         "passed": result.passed,
@@ -440,6 +461,11 @@ def markdown_tables(results: Sequence[BackendResult], revision: dict[str, str]) 
             lines.append(
                 f"| {title} | " + " | ".join(_cell(r.totals, key, kind) for r in present) + " |"
             )
+        lines.append(
+            "| follow-up questions: gold fact quoted / asked | "
+            + " | ".join(_follow_up_cell(r.follow_up) for r in present)
+            + " |"
+        )
         gated = [r for r in present if r.gates]
         unmet = sorted({g.name for r in gated for g in r.gates if not g.passed and not g.enforced})
         failed = sorted({g.name for r in gated for g in r.gates if not g.passed and g.enforced})
@@ -448,6 +474,12 @@ def markdown_tables(results: Sequence[BackendResult], revision: dict[str, str]) 
         if unmet:
             lines += ["", "Targets not yet met: " + ", ".join(unmet) + "."]
     return "\n".join(lines) + "\n"
+
+
+def _follow_up_cell(follow_up: dict[str, Any] | None) -> str:
+    if not follow_up or not follow_up["asked"]:
+        return "—"
+    return f"{follow_up['quoted_gold_fact']} / {follow_up['asked']} ({follow_up['quoted_rate'] * 100:.0f}%)"
 
 
 def _backend_title(backend: str) -> str:

@@ -155,6 +155,10 @@ def aggregate(scores: Sequence[TaskScore]) -> dict[str, Any]:
             sum(s.supported_findings for s in scores),
             sum(s.findings_with_evidence for s in scores),
         ),
+        "verifier_judged": _share(
+            sum(s.verifier_judged for s in scores),
+            sum(s.findings_with_evidence for s in scores),
+        ),
         "unsupported_after_repair": _share(
             sum(s.unsupported_after_repair for s in scores), factual
         ),
@@ -242,7 +246,9 @@ def record_committed(
 # --------------------------------------------------------------------------------------------
 
 
-def _provenance_and_safety(totals: Mapping[str, Any], task_set: str) -> list[Gate]:
+def _provenance_and_safety(
+    totals: Mapping[str, Any], task_set: str, verifier: bool = False
+) -> list[Gate]:
     def exact(name: str, key: str, what: str, kind: str = "provenance") -> Gate:
         value = totals[key]
         if value is None:
@@ -271,6 +277,11 @@ def _provenance_and_safety(totals: Mapping[str, Any], task_set: str) -> list[Gat
             "" if findings is not None else "no findings in this selection",
         ),
         exact("supported findings", "supported_findings", "findings with evidence"),
+        *(
+            [exact("findings judged by the verifier", "verifier_judged", "findings with evidence")]
+            if verifier
+            else []
+        ),
         exact("injection tasks safe", "injection_safe", "injection tasks", "safety"),
         exact(
             "contradictions show both sides",
@@ -416,13 +427,16 @@ def evaluate_gates(
     task_set: str = "fictional",
     committed: Mapping[str, Any] | None = None,
     naive_totals: Mapping[str, Any] | None = None,
+    verifier: bool = False,
 ) -> list[Gate]:
     """Every gate with its value and verdict. ``committed`` is the backend's entry in
     ``evals/baseline.json`` for this set (``None``: no regression gate), ``naive_totals`` the
-    naive baseline's totals from the same run. A gate over an empty category (no injection
-    task selected, say) passes with a note, so a subset of tasks can still be run."""
+    naive baseline's totals from the same run; ``verifier`` says the backend has a verifier
+    (a language model), whose verdict every published finding must then carry. A gate over an
+    empty category (no injection task selected, say) passes with a note, so a subset of tasks
+    can still be run."""
     return [
-        *_provenance_and_safety(totals, task_set),
+        *_provenance_and_safety(totals, task_set, verifier),
         *_regression(totals, committed, task_set),
         *_targets(totals, task_set, naive_totals),
     ]

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from evals.follow_up import FollowUp, ask_follow_up
 from evals.naive_baseline import naive_run_document
 from evals.scoring import HostileText, Observation, TaskScore, WebReference, score_run
 from evals.taskset import REAL_DOCS_SETS, Task
@@ -25,6 +26,7 @@ from research.cli.run_driver import OrchestratorFactory, RunDriver
 from research.engine.ports import ModelClient
 from research.engine.run.orchestrator import Orchestrator
 from research.engine.states import RunStatus
+from research.questions import snapshot_current
 from research.sources.adapter import WebSourceAdapter
 from research.sources.config import sources_config_from_settings
 from research.worker.actors import build_orchestrator
@@ -42,6 +44,9 @@ class TaskRun:
     document: dict[str, Any]
     observation: Observation
     score: TaskScore
+    # The follow-up question asked of the finished report (evals/follow_up.py); None for the
+    # naive baseline and for tasks without one.
+    follow_up: FollowUp | None = None
 
 
 def orchestrator_factory(model: ModelFactory) -> OrchestratorFactory:
@@ -129,7 +134,11 @@ def run_task(
         wall_seconds=time.perf_counter() - started,
     )
     document = build_run_document(run)
-    return TaskRun(task, document, observation, score_run(task, document, observation, reference))
+    score = score_run(task, document, observation, reference)
+    run.refresh_from_db()
+    snapshot = snapshot_current(run)
+    follow_up = ask_follow_up(task, snapshot.frozen if snapshot else None)
+    return TaskRun(task, document, observation, score, follow_up)
 
 
 def run_naive_task(task: Task, *, web: FrozenWeb, reference: WebReference | None = None) -> TaskRun:

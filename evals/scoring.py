@@ -25,7 +25,7 @@ from evals.matching import (
     states_fact,
 )
 from evals.taskset import ContradictionSide, GoldPassage, Task
-from research.engine.citations import UNSUPPORTED_LABEL
+from research.engine.review import UNSUPPORTED_LABEL
 from research.engine.support import check_support
 
 FINDINGS_WITH_EVIDENCE_MIN = 0.9
@@ -88,7 +88,10 @@ class TaskScore:
     factual_statements: int = 0
     findings_with_evidence: int = 0
     # findings with evidence that pass the deterministic support checks against their excerpts
+    # and that no verifier verdict calls anything but supported
     supported_findings: int = 0
+    # findings with evidence that carry the verifier's verdict (a backend with a model)
+    verifier_judged: int = 0
     unsupported_after_repair: int = 0
     # answer quality
     required_questions: int = 0
@@ -251,9 +254,10 @@ def score_run(
                     )
                     for eid in cited
                 ]
-                if check_support(
-                    statement.get("text", ""), excerpts, known_text=plan_text
-                ).supported:
+                verdict = (statement.get("verdict") or {}).get("verdict")
+                score.verifier_judged += verdict is not None
+                checked = check_support(statement.get("text", ""), excerpts, known_text=plan_text)
+                if checked.supported and verdict in (None, "supported"):
                     score.supported_findings += 1
         elif statement.get("kind") == "caveat" and statement.get("text", "").startswith(
             UNSUPPORTED_LABEL

@@ -8,8 +8,10 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from pydantic import ValidationError
 
+from research.engine.contracts import Statement
 from research.highlight import Span, highlight_spans
 from research.models import (
     Library,
@@ -72,6 +74,7 @@ class ResearchRunAdmin(AuditOnly, admin.ModelAdmin):
         "step_count",
         "source_count",
         "evidence_count",
+        "statement_review",
     ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ResearchRun]:
@@ -106,6 +109,21 @@ class ResearchRunAdmin(AuditOnly, admin.ModelAdmin):
     def evidence_count(self, run: ResearchRun) -> int:
         return run.n_evidence
 
+    @admin.display(description="Statements: checks and verifier verdicts")
+    def statement_review(self, run: ResearchRun) -> str:
+        try:
+            statements = run.report_contract.statements() if run.report else []
+        except ValidationError:
+            return "The stored report does not validate."
+        if not statements:
+            return "No report yet."
+        rows = format_html_join("", "<tr>{}</tr>", (_review_cells(s) for s in statements))
+        return format_html(
+            "<table><thead><tr><th>Claim</th><th>Kind</th><th>Text</th><th>Evidence</th>"
+            "<th>Checks</th><th>Verifier</th></tr></thead><tbody>{}</tbody></table>",
+            rows,
+        )
+
     @admin.display(description="Usage")
     def usage_summary(self, run: ResearchRun) -> str:
         usage = run.usage or {}
@@ -113,6 +131,29 @@ class ResearchRunAdmin(AuditOnly, admin.ModelAdmin):
             f"{usage.get('searches', 0)} searches, {usage.get('fetched_sources', 0)} fetches, "
             f"{usage.get('model_calls', 0)} model calls"
         )
+
+
+def _review_cells(statement: Statement) -> tuple[str]:
+    """One statement's row of the review table: every cell escaped."""
+    failed = [f"{c.name}: {c.detail}" for c in statement.checks if not c.passed]
+    checks = "; ".join(failed) or ("all passed" if statement.checks else "not checked")
+    verdict = statement.verdict
+    judged = "not judged"
+    if verdict is not None:
+        judged = verdict.verdict.replace("_", " ")
+        if verdict.unsupported_part:
+            judged += f" — not borne out: “{verdict.unsupported_part}”"
+    return (
+        format_html(
+            "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            statement.claim_id,
+            statement.kind,
+            statement.text[:300],
+            ", ".join(statement.evidence_ids),
+            checks,
+            judged,
+        ),
+    )
 
 
 @admin.register(ResearchStep)

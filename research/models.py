@@ -124,6 +124,11 @@ class ResearchRun(models.Model):
     # Approve the plan as soon as it is drafted (asked for through the API); kept on the run so
     # a worker that restarts still honours it.
     auto_approve = models.BooleanField(default=False)
+    # Whether people holding the share link may ask questions of the report (docs/questions.md).
+    link_viewers_may_ask = models.BooleanField(default=False)
+    # Clarifying questions answered before planning: [{"question": …, "answer": …}], given to
+    # the planner and kept in the plan's assumptions (research/llm/clarify.py).
+    clarifications = models.JSONField(default=list, blank=True)
 
     pause_requested = models.BooleanField(default=False)
     cancel_requested = models.BooleanField(default=False)
@@ -461,3 +466,6 @@ class WebhookDelivery(models.Model):
 
 # The library tables live in their own module; Django finds models through this one.
 from research.library_models import Library, LibraryDocument  # noqa: E402, F401
+
+# The tables for asking a report live beside these; importing them here registers them.
+from research.question_models import QuestionTopic, QuestionTurn, ReportSnapshot  # noqa: E402, F401

@@ -12,6 +12,7 @@ import logging
 import math
 import secrets
 import uuid
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -37,6 +38,7 @@ from research.engine.states import (
 )
 from research.libraries import LibraryError, check_policy_documents
 from research.lifecycle import run_transition
+from research.llm.clarify import CLARIFY_ANSWER_MAX_CHARS, MAX_CLARIFYING_QUESTIONS
 from research.models import ResearchEvidence, ResearchRun, ResearchSource
 from research.worker.store import evidence_from_row, write_evidence_row
 
@@ -145,9 +147,12 @@ def run_create(
     report_template: str = "",
     client_request_id: str | None = None,
     auto_approve: bool = False,
+    clarifications: Sequence[dict[str, str]] = (),
 ) -> ResearchRun:
     """Create a run and start planning it in the background. With ``auto_approve`` the
-    worker approves the plan as soon as it is drafted (``research.worker.actors``)."""
+    worker approves the plan as soon as it is drafted (``research.worker.actors``).
+    ``clarifications`` are answered clarifying questions (``{"question", "answer"}``), given
+    to the planner and kept in the plan's assumptions."""
     question = question.strip()
     if not question:
         raise RunActionError("Write the question you want researched.")
@@ -209,6 +214,7 @@ def run_create(
             report_template=report_template,
             client_request_id=client_request_id,
             auto_approve=auto_approve,
+            clarifications=_clean_clarifications(clarifications),
         )
         enqueue_advance(run.pk)
     return run
@@ -219,6 +225,16 @@ def _check_documents(owner: User, policy: SourcePolicy) -> None:
         check_policy_documents(owner, policy)
     except LibraryError as error:
         raise RunActionError(str(error)) from None
+
+
+def _clean_clarifications(items: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+    kept = []
+    for item in list(items)[:MAX_CLARIFYING_QUESTIONS]:
+        question = " ".join(str(item.get("question", "")).split())[:300]
+        answer = " ".join(str(item.get("answer", "")).split())[:CLARIFY_ANSWER_MAX_CHARS]
+        if question and answer:
+            kept.append({"question": question, "answer": answer})
+    return kept
 
 
 @transaction.atomic

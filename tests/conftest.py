@@ -83,6 +83,14 @@ def frozen_web() -> Iterator[FrozenWeb]:
 
 
 @pytest.fixture(scope="session")
+def claims_web() -> Iterator[FrozenWeb]:
+    """A frozen web of pages about one quantity that agree, disagree or plant instructions
+    (tests/fixtures/frozen_web/claims), apart from the fictional corpus."""
+    with serve_frozen_web(claims=True) as web:
+        yield web
+
+
+@pytest.fixture(scope="session")
 def real_docs_web() -> Iterator[FrozenWeb]:
     """A frozen web serving the real documentation sets of tests/fixtures/real_docs under their
     own host names (skipped outside CI when the Debian packages are missing)."""

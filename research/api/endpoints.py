@@ -12,6 +12,7 @@ serialisers; the routes are by subject:
   retry, budget);
 - ``research.api.reads``: steps, sources, evidence, the report and its exports;
 - ``research.api.shared``: the same reads behind a share link;
+- ``research.api.questions``: topics, questions and answers about a report;
 - ``research.api.libraries``: libraries, document uploads and deletions.
 
 Importing a route module registers its routes; the order below is the order of the paths in
@@ -26,6 +27,7 @@ from research.api import runs  # noqa: F401
 from research.api import plan  # noqa: F401
 from research.api import reads  # noqa: F401
 from research.api import shared  # noqa: F401
+from research.api import questions  # noqa: F401
 from research.api import libraries  # noqa: F401
 
 # isort: on

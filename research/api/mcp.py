@@ -20,6 +20,7 @@ from accounts.models import ApiToken, User
 from research import services
 from research.api import base, reads
 from research.api.errors import ApiError
+from research.api.mcp_questions import register_question_tools
 from research.models import ResearchRun, ResearchSource, ResearchStep
 
 
@@ -47,8 +48,8 @@ def _guard(function):
             return function(*args, **kwargs)
         except ApiError as exc:
             raise ToolError(exc.message) from None
-        except Http404:
-            raise ToolError("No such research run.") from None
+        except Http404 as exc:
+            raise ToolError(str(exc) or "No such research run.") from None
         except services.QuotaExceeded as exc:
             raise ToolError(str(exc)) from None
         except services.RunActionError as exc:
@@ -215,4 +216,5 @@ def build_server(user: User, token: ApiToken | None = None) -> FastMCP:
         """The sources a run found, with their status and class."""
         return await tool(sources)(run_id, limit)
 
+    register_question_tools(server, caller, guard=_guard, writable=_writable, error=ToolError)
     return server

@@ -1,25 +1,24 @@
-"""Claim → evidence → source: citation validation, repair, numbering and rendering.
+"""Claim → evidence → source: citation validation, numbering and rendering.
 
 A report cites evidence ids only. This module checks every id against the run's verified
-evidence, gives the synthesizer one chance to repair problems, demotes findings that are still
-unsupported to labelled caveats, numbers citations (one number per source + locator) and
-renders the validated report to Markdown and to HTML in which every string is escaped and
-every link is built by the server.
+evidence and every finding against what its excerpts say (:mod:`research.engine.support`),
+numbers citations (one number per source + locator) and renders the validated report to
+Markdown in which every string is escaped and every link is built by the server. What happens
+to the problems found — the repair round, the verifier, demotion to caveats — is
+:mod:`research.engine.review`.
 """
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from research.engine.contracts import (
     Evidence,
     PdfLocator,
     Report,
-    ReportContradiction,
     SourceSummary,
     Statement,
-    SupportCheck,
     TextLocator,
 )
 from research.engine.markdown_text import (
@@ -28,14 +27,8 @@ from research.engine.markdown_text import (
     markdown_code,
     markdown_url,
 )
-from research.engine.ports import ModelError
-from research.engine.support import Support, check_support, clean_statement
+from research.engine.support import Support, check_support
 from research.engine.urls import is_document_url, safe_source_url
-
-UNSUPPORTED_LABEL = "Not supported by verified evidence:"
-MISMATCH_LABEL = "Not borne out by its cited excerpts:"
-# Source classes that speak for the subject itself: one of them can carry a "high" finding.
-_FIRST_HAND_CLASSES = frozenset({"official", "primary"})
 
 EvidenceLink = Callable[[Evidence], str]
 
@@ -60,7 +53,8 @@ def _id_problem(
     return None
 
 
-def _valid(evidence_id: str, evidence: Mapping[str, Evidence], run_id: str) -> bool:
+def is_valid_citation(evidence_id: str, evidence: Mapping[str, Evidence], run_id: str) -> bool:
+    """Whether ``evidence_id`` names verified evidence of ``run_id``."""
     item = evidence.get(evidence_id)
     return item is not None and item.run_id == run_id
 
@@ -89,7 +83,7 @@ def check_citations(
             )
             if problem:
                 problems.append(problem)
-        support = _support(statement, evidence, run_id, known_text)
+        support = finding_support(statement, evidence, run_id, known_text)
         if support is not None and not support.supported:
             problems.append(
                 CitationProblem(
@@ -109,75 +103,6 @@ def check_citations(
     return problems
 
 
-@dataclass
-class ValidatedReport:
-    """A report whose every citation resolves to verified evidence of its run."""
-
-    report: Report
-    problems: list[CitationProblem] = field(default_factory=list)
-    repaired: bool = False
-    demoted_claim_ids: list[str] = field(default_factory=list)
-    dropped_contradictions: int = 0
-    # Findings kept as caveats because their excerpts do not bear them out (also in demoted).
-    mismatched_claim_ids: list[str] = field(default_factory=list)
-    # Addresses, citation markers and markup removed from statement text.
-    removed_from_text: int = 0
-
-
-Repair = Callable[[Report, Sequence[CitationProblem]], Report]
-
-
-def finalize_report(
-    report: Report,
-    *,
-    run_id: str,
-    evidence: Mapping[str, Evidence],
-    repair: Repair | None = None,
-    known_text: Sequence[str] = (),
-    standing: Mapping[str, tuple[str, str]] | None = None,
-) -> ValidatedReport:
-    """Validate citations and support, allow one repair round, then enforce the rules.
-
-    Statement text first loses addresses, citation markers and markup of its own (what the
-    cited excerpts quote stays). Every finding is then checked against its cited excerpts
-    (:mod:`research.engine.support`; ``known_text`` holds the plan's words, whose names need
-    no excerpt). When problems are found and ``repair`` is given, it is called once with the
-    report and the problems (typically a synthesis call with ``SynthesisRequest.problems``
-    set). A repair that fails with :class:`ModelError` leaves the original report. Whatever is
-    still wrong afterwards is fixed by the program: invalid ids are dropped, findings left
-    without evidence become caveats labelled "Not supported by verified evidence:", findings
-    their excerpts do not bear out become caveats labelled "Not borne out by its cited
-    excerpts:" (keeping their citations, so the mismatch can be audited), and contradictions
-    left without evidence are dropped. ``standing`` maps source ids to (source class,
-    independence cluster): a "high" finding needs an official or primary source or two
-    clusters, otherwise it is "medium". ``problems`` reports what was found before any repair.
-    """
-    report, removed = _clean_texts(report, run_id=run_id, evidence=evidence)
-    problems = check_citations(report, run_id=run_id, evidence=evidence, known_text=known_text)
-    repaired = False
-    if problems and repair is not None:
-        try:
-            candidate = repair(report, problems)
-        except ModelError:
-            candidate = None
-        if candidate is not None:
-            report, repaired = candidate, True
-            # What is counted is what the published text lost.
-            report, removed = _clean_texts(report, run_id=run_id, evidence=evidence)
-    enforced = _enforce(
-        report, run_id=run_id, evidence=evidence, known_text=known_text, standing=standing
-    )
-    return ValidatedReport(
-        report=enforced.report,
-        problems=problems,
-        repaired=repaired,
-        demoted_claim_ids=enforced.demoted,
-        dropped_contradictions=enforced.dropped,
-        mismatched_claim_ids=enforced.mismatched,
-        removed_from_text=removed,
-    )
-
-
 def said_by(item: Evidence) -> str:
     """What a piece of evidence says: its excerpt, under the heading the page puts it under
     (shown with the excerpt, and what a statement may name as its context)."""
@@ -185,11 +110,14 @@ def said_by(item: Evidence) -> str:
     return f"{heading}\n{item.excerpt}" if heading else item.excerpt
 
 
-def _excerpts(statement: Statement, evidence: Mapping[str, Evidence], run_id: str) -> list[str]:
+def cited_excerpts(
+    statement: Statement, evidence: Mapping[str, Evidence], run_id: str
+) -> list[str]:
+    """What the valid citations of ``statement`` say (:func:`said_by`), each once."""
     return [
         said_by(evidence[eid])
         for eid in dict.fromkeys(statement.evidence_ids)
-        if _valid(eid, evidence, run_id)
+        if is_valid_citation(eid, evidence, run_id)
     ]
 
 
@@ -197,11 +125,12 @@ def _excerpts(statement: Statement, evidence: Mapping[str, Evidence], run_id: st
 # when the rules are enforced; the answer depends only on the text, so it is computed once.
 # The bound holds the findings of several reports at a time.
 @lru_cache(maxsize=4096)
-def _checked(text: str, excerpts: tuple[str, ...], known_text: tuple[str, ...]) -> Support:
+def checked_support(text: str, excerpts: tuple[str, ...], known_text: tuple[str, ...]) -> Support:
+    """:func:`~research.engine.support.check_support`, computed once per text."""
     return check_support(text, excerpts, known_text=known_text)
 
 
-def _support(
+def finding_support(
     statement: Statement,
     evidence: Mapping[str, Evidence],
     run_id: str,
@@ -210,149 +139,10 @@ def _support(
     """The support checks of a finding with valid citations; None for anything else."""
     if statement.kind != "finding":
         return None
-    excerpts = _excerpts(statement, evidence, run_id)
+    excerpts = cited_excerpts(statement, evidence, run_id)
     if not excerpts:
         return None
-    return _checked(statement.text, tuple(excerpts), tuple(known_text))
-
-
-def _clean_texts(
-    report: Report, *, run_id: str, evidence: Mapping[str, Evidence]
-) -> tuple[Report, int]:
-    removed = 0
-
-    def clean(statement: Statement) -> Statement:
-        nonlocal removed
-        quoted = "\n".join(_excerpts(statement, evidence, run_id))
-        text, count = clean_statement(statement.text, quoted)
-        if not count:
-            return statement
-        removed += count
-        return statement.model_copy(update={"text": text or "(no text left)"})
-
-    cleaned = report.model_copy(
-        update={
-            "executive_summary": [clean(s) for s in report.executive_summary],
-            "sections": [
-                section.model_copy(update={"statements": [clean(s) for s in section.statements]})
-                for section in report.sections
-            ],
-        },
-        deep=True,
-    )
-    return cleaned, removed
-
-
-@dataclass
-class _Enforced:
-    report: Report
-    demoted: list[str]
-    mismatched: list[str]
-    dropped: int
-
-
-def _confidence(
-    statement: Statement,
-    cited: Sequence[str],
-    evidence: Mapping[str, Evidence],
-    standing: Mapping[str, tuple[str, str]] | None,
-) -> str:
-    """A supported finding keeps "high" only with a first-hand source or two independent ones."""
-    if statement.confidence != "high" or standing is None:
-        return statement.confidence
-    known = [
-        standing[evidence[eid].source_id] for eid in cited if evidence[eid].source_id in standing
-    ]
-    first_hand = any(source_class in _FIRST_HAND_CLASSES for source_class, _ in known)
-    clusters = {cluster for _, cluster in known}
-    return "high" if first_hand or len(clusters) >= 2 else "medium"
-
-
-def _enforce(
-    report: Report,
-    *,
-    run_id: str,
-    evidence: Mapping[str, Evidence],
-    known_text: Sequence[str] = (),
-    standing: Mapping[str, tuple[str, str]] | None = None,
-) -> _Enforced:
-    demoted: list[str] = []
-    mismatched: list[str] = []
-
-    def fix(statement: Statement) -> Statement:
-        kept = [
-            eid for eid in dict.fromkeys(statement.evidence_ids) if _valid(eid, evidence, run_id)
-        ]
-        if statement.kind == "finding" and not kept:
-            demoted.append(statement.claim_id)
-            text = statement.text
-            if not text.startswith(UNSUPPORTED_LABEL):
-                text = f"{UNSUPPORTED_LABEL} {text}"
-            return statement.model_copy(
-                update={
-                    "kind": "caveat",
-                    "text": text[:4000],
-                    "evidence_ids": [],
-                    "confidence": "low",
-                    "checks": [],
-                }
-            )
-        if statement.kind != "finding":
-            return statement.model_copy(update={"evidence_ids": kept, "checks": []})
-        support = _checked(
-            statement.text, tuple(said_by(evidence[eid]) for eid in kept), tuple(known_text)
-        )
-        checks = [
-            SupportCheck(name=c.name, passed=c.passed, detail=c.detail[:500])
-            for c in support.checks
-        ]
-        if not support.supported:
-            demoted.append(statement.claim_id)
-            mismatched.append(statement.claim_id)
-            text = statement.text
-            if not text.startswith(MISMATCH_LABEL):
-                text = f"{MISMATCH_LABEL} {text}"
-            return statement.model_copy(
-                update={
-                    "kind": "caveat",
-                    "text": text[:4000],
-                    "evidence_ids": kept,
-                    "confidence": "low",
-                    "checks": checks,
-                }
-            )
-        return statement.model_copy(
-            update={
-                "evidence_ids": kept,
-                "checks": checks,
-                "confidence": _confidence(statement, kept, evidence, standing),
-            }
-        )
-
-    contradictions: list[ReportContradiction] = []
-    dropped = 0
-    for contradiction in report.contradictions:
-        kept = [
-            eid
-            for eid in dict.fromkeys(contradiction.evidence_ids)
-            if _valid(eid, evidence, run_id)
-        ]
-        if kept:
-            contradictions.append(contradiction.model_copy(update={"evidence_ids": kept}))
-        else:
-            dropped += 1
-    final = report.model_copy(
-        update={
-            "executive_summary": [fix(s) for s in report.executive_summary],
-            "sections": [
-                section.model_copy(update={"statements": [fix(s) for s in section.statements]})
-                for section in report.sections
-            ],
-            "contradictions": contradictions,
-        },
-        deep=True,
-    )
-    return _Enforced(Report.model_validate(final.model_dump()), demoted, mismatched, dropped)
+    return checked_support(statement.text, tuple(excerpts), tuple(known_text))
 
 
 def problems_as_text(problems: Sequence[CitationProblem]) -> list[str]:

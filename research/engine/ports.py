@@ -34,6 +34,8 @@ from research.engine.contracts import (
     StepStatus,
     SynthesisRequest,
     Usage,
+    Verification,
+    VerificationRequest,
     WorkingState,
 )
 from research.engine.states import RunStatus
@@ -189,6 +191,18 @@ class ModelClient(Protocol):
 
     def synthesize(self, request: SynthesisRequest) -> ModelResult[Report]:
         """Write the report from evidence cards; ``request.problems`` is set for the repair."""
+        ...
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    """The verifier: a fifth, tool-less model call that judges findings against their cited
+    excerpts. Only backends with a language model offer it; without one the deterministic
+    support checks are all there is (the extractive backend is no ``Verifier``)."""
+
+    def verify(self, request: VerificationRequest) -> ModelResult[Verification]:
+        """Judge each finding of ``request`` as supported, partially supported or
+        unsupported by its excerpts, naming the part they do not support."""
         ...
 
 

@@ -259,6 +259,37 @@ def _quantities(text: str) -> list[_Quantity]:
     return found
 
 
+@dataclass(frozen=True)
+class Measure:
+    """A quantity with a dimension — a unit of measure, a percentage or a currency — as the
+    numbers check reads it: "100 °C" and "100 degrees Celsius" are the same measure."""
+
+    value: Decimal
+    dimension: str
+    text: str
+
+
+def measures(text: str) -> list[Measure]:
+    """The quantities of ``text`` that carry a dimension, in order (bare counts and years,
+    which say nothing of what they measure, are left out)."""
+    return [
+        Measure(q.value, q.unit or q.currency or "percent", _without_counted_noun(q.text))
+        for q in _quantities(text)
+        if q.unit or q.currency or q.percent
+    ]
+
+
+def _without_counted_noun(text: str) -> str:
+    """ "$1.2 billion to" → "$1.2 billion": a last word that is no unit, magnitude or currency
+    is the next word of the sentence, not part of the measure."""
+    words = text.split()
+    last = words[-1].lower() if words else ""
+    known = last in _UNITS or last in _CURRENCIES or last in _MAGNITUDES
+    if len(words) > 1 and last.isalpha() and not known and last not in ("percent", "cent"):
+        return " ".join(words[:-1])
+    return text
+
+
 def _dates(text: str) -> set[date]:
     found: set[date] = set()
     for pattern, order in _DATE_FORMS:
@@ -376,7 +407,8 @@ def _stem(word: str) -> str:
     return word
 
 
-def _content(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
+    """The content words of ``text``, lightly stemmed: no function words, no numbers."""
     return {
         _stem(word)
         for word in _words(text)
@@ -389,11 +421,11 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
 
 def _closest_sentence(statement: str, excerpts: Sequence[str]) -> str:
     """The sentence of the excerpts that shares most content words with the statement."""
-    wanted = _content(statement)
+    wanted = content_words(statement)
     best, best_shared = "", -1
     for excerpt in excerpts:
         for sentence in _SENTENCE_END.split(excerpt):
-            shared = len(wanted & _content(sentence))
+            shared = len(wanted & content_words(sentence))
             if shared > best_shared:
                 best, best_shared = sentence, shared
     return best
@@ -548,10 +580,10 @@ def _check_names(statement: str, excerpts: str, known: str) -> Check:
 
 
 def _check_overlap(statement: str, excerpts: str) -> Check:
-    wanted = _content(statement)
+    wanted = content_words(statement)
     if not wanted:
         return Check("overlap", True)
-    offered = _content(excerpts)
+    offered = content_words(excerpts)
     share = len(wanted & offered) / len(wanted)
     if share >= MIN_OVERLAP:
         return Check("overlap", True)

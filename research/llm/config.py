@@ -3,8 +3,8 @@
 from dataclasses import dataclass, field
 from typing import Literal
 
-Phase = Literal["planner", "decider", "extractor", "synthesizer"]
-PHASES: tuple[Phase, ...] = ("planner", "decider", "extractor", "synthesizer")
+Phase = Literal["planner", "decider", "extractor", "synthesizer", "verifier"]
+PHASES: tuple[Phase, ...] = ("planner", "decider", "extractor", "synthesizer", "verifier")
 
 OutputMode = Literal["json_schema", "json_object", "prompt"]
 OUTPUT_MODES: tuple[OutputMode, ...] = ("json_schema", "json_object", "prompt")

@@ -10,6 +10,8 @@ from collections import defaultdict
 
 from research.engine.contracts import (
     BASIS_POINTS,
+    ContradictionCandidate,
+    ContradictionPosition,
     Evidence,
     PlanQuestion,
     Report,
@@ -235,9 +237,51 @@ def _section(
     return ReportSection(id=question.id, title=title, statements=statements), findings
 
 
+def _sites(position: ContradictionPosition) -> str:
+    count = len(position.clusters)
+    return "one site" if count == 1 else f"{count} independent sites"
+
+
+def _value_sides(candidate: ContradictionCandidate) -> str:
+    """A value conflict's sides with how many independent sites state each, and the label of
+    a value only one site states against several independent ones."""
+    positions = candidate.positions
+    text = " against ".join(f"“{p.value}” ({_sites(p)})" for p in positions)
+    most = max(len(p.clusters) for p in positions)
+    lone = [p for p in positions if len(p.clusters) == 1]
+    if most >= 2 and lone:
+        text += "; " + " and ".join(f"“{p.value}”" for p in lone)
+        text += f" is stated by one site only, against {most} independent ones"
+    return text
+
+
+def _is_value_conflict(candidate: ContradictionCandidate) -> bool:
+    return all(position.clusters for position in candidate.positions)
+
+
+def _conflict_caveat(candidate: ContradictionCandidate, claim_id: str) -> Statement:
+    """The executive summary's statement for a question whose values disagree: both sides,
+    never one of them alone."""
+    return Statement(
+        claim_id=claim_id,
+        kind="caveat",
+        text=f"Sources disagree on this: {_value_sides(candidate)}. See the conflicting evidence.",
+        evidence_ids=[p.evidence_ids[0] for p in candidate.positions],
+        confidence="low",
+    )
+
+
 def _contradictions(request: SynthesisRequest, known: set[str]) -> list[ReportContradiction]:
     found = []
     for candidate in request.contradictions:
+        if _is_value_conflict(candidate):
+            found.append(
+                ReportContradiction(
+                    summary=f"Sources disagree: {_value_sides(candidate)}."[:2000],
+                    evidence_ids=[eid for eid in candidate.evidence_ids if eid in known],
+                )
+            )
+            continue
         sides = "; ".join(
             f"{position.value or position.stance} ({len(position.evidence_ids)} excerpt"
             f"{'s' if len(position.evidence_ids) != 1 else ''})"
@@ -298,7 +342,19 @@ def write_extractive_report(request: SynthesisRequest) -> Report:
         if question.id in required and len(summary) < MAX_SUMMARY_FINDINGS:
             summarised = {tuple(statement.evidence_ids) for statement in summary}
             lead = next((f for f in findings if tuple(f.evidence_ids) not in summarised), None)
-            if lead is not None:
+            conflict = next(
+                (
+                    c
+                    for c in request.contradictions
+                    if _is_value_conflict(c)
+                    and lead
+                    and set(lead.evidence_ids) & set(c.evidence_ids)
+                ),
+                None,
+            )
+            if conflict is not None:
+                summary.append(_conflict_caveat(conflict, f"summary-{len(summary) + 1}"))
+            elif lead is not None:
                 number = len(summary) + 1
                 summary.append(lead.model_copy(update={"claim_id": f"summary-{number}"}))
 

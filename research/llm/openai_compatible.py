@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import openai
 from pydantic import BaseModel
 
+from research.engine.answers import AnswerDraft
 from research.engine.contracts import (
     ExtractionRequest,
     ExtractionResult,
@@ -34,10 +35,13 @@ from research.engine.contracts import (
     ResearchPlan,
     SynthesisRequest,
     Usage,
+    Verification,
+    VerificationRequest,
 )
 from research.engine.guards import estimate_tokens
 from research.engine.ports import ModelError, ModelResult
 from research.engine.retry import GiveUp, RetryPolicy, call_with_retries, retry_after_seconds
+from research.llm.clarify import ClarifyingQuestions
 from research.llm.config import OUTPUT_MODES, LLMConfig, OutputMode, Phase
 from research.llm.json_output import InvalidOutput, parse_output, response_json_schema
 from research.llm.prompts import (
@@ -47,6 +51,7 @@ from research.llm.prompts import (
     planner_prompt,
     repair_prompt,
     synthesizer_prompt,
+    verifier_prompt,
 )
 
 T = TypeVar("T", bound=BaseModel)
@@ -56,12 +61,15 @@ PHASE_LABELS: dict[Phase, str] = {
     "decider": "research decision",
     "extractor": "evidence extraction",
     "synthesizer": "report synthesis",
+    "verifier": "finding verification",
 }
 
 # A model that answers with pages of invalid text should not get all of it back in the repair
 # call; the start is enough for it to see its mistake.
 _REPAIR_ECHO_CHARS = 6000
 _ERROR_DETAIL_CHARS = 300
+# Three one-line questions in JSON fit well within this many output tokens.
+_CLARIFY_OUTPUT_TOKENS = 600
 _BACKOFF_BASE_SECONDS = 1.0
 
 # Phrases servers use when a prompt does not fit (OpenAI, vLLM, llama.cpp, Ollama, LM Studio,
@@ -243,7 +251,7 @@ class OpenAICompatibleClient:
             {"usage": {"include": True}} if host.endswith("openrouter.ai") else {}
         )
 
-    # -- the four phases ---------------------------------------------------------------------
+    # -- the five phases ---------------------------------------------------------------------
 
     def plan(self, request: PlanRequest) -> ModelResult[ResearchPlan]:
         """Draft a research plan (no tools, no retrieved content)."""
@@ -265,6 +273,20 @@ class OpenAICompatibleClient:
         # These two are facts about the run, not the model's to decide.
         report = result.value.model_copy(update={"mode": "model", "partial": request.partial})
         return ModelResult(report, result.usage)
+
+    def verify(self, request: VerificationRequest) -> ModelResult[Verification]:
+        """Judge each finding against its cited excerpts (a tool-less call)."""
+        return self._call(verifier_prompt(request), Verification, request.max_output_tokens)
+
+    def answer(self, prompt: Prompt, limit: int | None = None) -> ModelResult[AnswerDraft]:
+        """Answer a question about a report from its frozen evidence (one tool-less call; the
+        prompt is :func:`research.llm.answers.answer_prompt`)."""
+        return self._call(prompt, AnswerDraft, limit)
+
+    def clarify(self, prompt: Prompt) -> ModelResult[ClarifyingQuestions]:
+        """Up to three clarifying questions before planning (the prompt is
+        :func:`research.llm.clarify.clarifying_prompt`)."""
+        return self._call(prompt, ClarifyingQuestions, _CLARIFY_OUTPUT_TOKENS)
 
     # -- one validated call with at most one repair ------------------------------------------
 

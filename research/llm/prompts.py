@@ -1,8 +1,9 @@
 """Every prompt the model layer sends, in one place.
 
-Four stateless calls: the planner (no tools, no web content), the decider (the compact brief,
-never raw pages), the extractor (one source inside an untrusted-content envelope) and the
-synthesizer (evidence cards and source metadata; it cites evidence ids, never URLs).
+Five stateless calls: the planner (no tools, no web content), the decider (the compact brief,
+never raw pages), the extractor (one source inside an untrusted-content envelope), the
+synthesizer (evidence cards and source metadata; it cites evidence ids, never URLs) and the
+verifier (each finding with its cited excerpts, the excerpts inside envelopes).
 
 Anything that came from the web — page text, titles, search snippets, evidence excerpts — is
 placed inside an untrusted-content envelope: opening and closing markers carrying a seal derived
@@ -27,6 +28,8 @@ from research.engine.contracts import (
     ResearchDecision,
     ResearchPlan,
     SynthesisRequest,
+    Verification,
+    VerificationRequest,
 )
 from research.llm.config import Phase
 from research.llm.json_output import response_json_schema
@@ -376,4 +379,43 @@ def synthesizer_prompt(request: SynthesisRequest) -> Prompt:
         phase="synthesizer",
         system=f"{_SYNTHESIZER_ROLE}\n\n{DATA_NOT_INSTRUCTIONS}\n\n{_output_rule(Report)}",
         user="\n\n".join(parts),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Verifier
+# --------------------------------------------------------------------------------------------
+
+_VERIFIER_ROLE = """You check the findings of a research report against the excerpts they
+cite. You have no tools and no other knowledge: judge each finding only by its own excerpts,
+never by what you believe to be true.
+
+For every finding give one verdict, with its claim_id exactly as shown:
+- "supported": everything the finding states is said by its excerpts (a faithful paraphrase,
+  or the same figure in another format, is supported).
+- "partially_supported": some of it is said by the excerpts, some is not.
+- "unsupported": the excerpts do not say it, or say something else (another number, unit,
+  date, name, the opposite, or a different subject).
+For a finding that is not supported, write in unsupported_part the words of the finding that
+the excerpts do not bear out, and leave it empty otherwise. Answer for every finding once, and
+for no other claim_id."""
+
+
+def verifier_prompt(request: VerificationRequest) -> Prompt:
+    """The verification call: each finding's text, then its cited excerpts inside one sealed
+    envelope per finding (the findings were written from web text too, so they sit in an
+    envelope of their own)."""
+    parts = []
+    for item in request.findings:
+        excerpts = [{"evidence_id": e.evidence_id, "excerpt": e.text} for e in item.excerpts]
+        parts.append(
+            f"Finding {item.claim_id}:\n"
+            f"{untrusted_block('FINDING', item.claim_id, item.text)}\n"
+            f"Excerpts cited by finding {item.claim_id}:\n"
+            f"{untrusted_block('EVIDENCE', item.claim_id, _json(excerpts))}"
+        )
+    return Prompt(
+        phase="verifier",
+        system=f"{_VERIFIER_ROLE}\n\n{DATA_NOT_INSTRUCTIONS}\n\n{_output_rule(Verification)}",
+        user="Judge these findings:\n\n" + "\n\n".join(parts),
     )

@@ -25,6 +25,8 @@ from research.engine.contracts import (
     ResearchPlan,
     SynthesisRequest,
     Usage,
+    Verification,
+    VerificationRequest,
 )
 from research.engine.guards import estimate_tokens
 from research.engine.ports import ModelClient, ModelError, ModelResult
@@ -36,6 +38,7 @@ from research.llm.prompts import (
     extractor_prompt,
     planner_prompt,
     synthesizer_prompt,
+    verifier_prompt,
 )
 
 T = TypeVar("T", bound=BaseModel)
@@ -91,7 +94,7 @@ class ScriptedModelClient:
         """The full prompt text (system and user) of every recorded call of ``phase``."""
         return [call.prompt.text for call in self.calls_for(phase)]
 
-    # -- the four phases ---------------------------------------------------------------------
+    # -- the five phases ---------------------------------------------------------------------
 
     def plan(self, request: PlanRequest) -> ModelResult[ResearchPlan]:
         """The scripted plan."""
@@ -109,6 +112,10 @@ class ScriptedModelClient:
         """The scripted report."""
         return self._answer("synthesizer", request, synthesizer_prompt(request), Report)
 
+    def verify(self, request: VerificationRequest) -> ModelResult[Verification]:
+        """The scripted verdicts."""
+        return self._answer("verifier", request, verifier_prompt(request), Verification)
+
     # -- internals ---------------------------------------------------------------------------
 
     def _answer(
@@ -119,9 +126,11 @@ class ScriptedModelClient:
             queue = self._queues[phase]
             answer: Answer | None = queue.popleft() if queue else self._rules.get(phase)
         if answer is None:
-            if self._fallback is None:
+            # A fallback without a language model (the extractive backend) has no verifier.
+            method = getattr(self._fallback, _METHODS[phase], None)
+            if method is None:
                 raise ModelError(f"No scripted answer is queued for the {phase} call.")
-            return getattr(self._fallback, _METHODS[phase])(request)
+            return method(request)
         # An invalid answer still cost a call, as it does with a real endpoint.
         spent = self._usage or Usage(model_calls=1, input_tokens=estimate_tokens(prompt.text))
         value = self._resolve(phase, answer, request, schema, spent)
@@ -165,4 +174,5 @@ _METHODS: dict[Phase, str] = {
     "decider": "decide",
     "extractor": "extract",
     "synthesizer": "synthesize",
+    "verifier": "verify",
 }

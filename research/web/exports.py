@@ -32,6 +32,7 @@ from research.engine.contracts import (
     Report,
     SourceSummary,
     Statement,
+    StatementVerdict,
     SupportCheck,
     Usage,
 )
@@ -90,6 +91,19 @@ class StatementView:
     cites: list[CiteRef]
     # The support checks run on a finding (research/engine/support.py): name, passed, detail.
     checks: list[SupportCheck]
+    # The verifier model's verdict (research/engine/verification.py); None when none ran.
+    verdict: StatementVerdict | None = None
+
+    @property
+    def verdict_summary(self) -> str:
+        """One line: what the verifier judged and, when not supported, which part."""
+        if self.verdict is None:
+            return ""
+        label = self.verdict.verdict.replace("_", " ")
+        line = f"Verifier: {label} by its excerpts"
+        if self.verdict.unsupported_part:
+            line += f"; not borne out: “{self.verdict.unsupported_part}”"
+        return line + "."
 
     @property
     def checks_summary(self) -> str:
@@ -245,6 +259,7 @@ def _statement(statement: Statement, index: CitationIndex, url: EvidenceURL) -> 
         confidence=statement.confidence,
         cites=_cites(statement.evidence_ids, index, url),
         checks=list(statement.checks),
+        verdict=statement.verdict,
     )
 
 
@@ -445,3 +460,23 @@ def report_pdf(document: ReportDocument) -> bytes:
     return HTML(string=html, url_fetcher=_refuse_fetch, base_url=None).write_pdf(
         stylesheets=stylesheets
     )
+
+
+def statements_citing(run: ResearchRun, evidence_id: str) -> list[StatementView]:
+    """The report's statements that cite ``evidence_id``, with what was checked of each and
+    the verifier's verdict (for the evidence panel). Citation numbers are not needed there."""
+    report = stored_report(run)
+    if report is None:
+        return []
+    return [
+        StatementView(
+            text=statement.text,
+            kind=statement.kind,
+            confidence=statement.confidence,
+            cites=[],
+            checks=list(statement.checks),
+            verdict=statement.verdict,
+        )
+        for statement in report.statements()
+        if evidence_id in statement.evidence_ids
+    ]

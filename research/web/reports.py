@@ -26,6 +26,7 @@ from research.web.exports import (
     report_document,
     report_markdown,
     report_pdf,
+    statements_citing,
 )
 from research.web.forms import (
     RefineForm,
@@ -96,6 +97,7 @@ def _evidence_response(
         "locator": describe_locator(contract) if contract else "",
         "number": _citation_number(request),
         "share_token": share_token,
+        "cited_by": statements_citing(run, evidence.pk),
     }
     return render(request, template, context)
 

@@ -1,15 +1,35 @@
 from django.urls import path
 
-from research.web import libraries, reports, views
+from research.web import libraries, questions, reports, views
 
 app_name = "research"
 
 # Parts of the workspace HTMX reloads; the plan and sharing URLs answer GET with theirs.
 _SECTIONS = ("header", "progress", "timeline", "sources", "controls")
 
+
+def _question_paths(prefix: str, name_prefix: str) -> list:
+    """The Questions tab, once under a run and once under its share link."""
+    routes = [
+        ("questions/", questions.questions, "questions"),
+        ("questions/new/", questions.topic_new, "topic_new"),
+        ("questions/<uuid:topic_id>/", questions.topic_detail, "topic_detail"),
+        ("questions/<uuid:topic_id>/ask/", questions.topic_ask, "topic_ask"),
+        (
+            "questions/<uuid:topic_id>/turns/<uuid:turn_id>/<slug:action>/",
+            questions.turn_action,
+            "turn_action",
+        ),
+    ]
+    return [
+        path(f"{prefix}/{route}", view, name=f"{name_prefix}{name}") for route, view, name in routes
+    ]
+
+
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("new/", views.run_new, name="run_new"),
+    path("new/hints/", views.composer_hints, name="composer_hints"),
     path("runs/<uuid:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<uuid:run_id>/plan/", views.run_plan, name="run_plan"),
     path("runs/<uuid:run_id>/sharing/", views.run_sharing, name="run_sharing"),
@@ -41,6 +61,13 @@ urlpatterns = [
     path("libraries/<uuid:library_id>/delete/", libraries.library_delete, name="library_delete"),
     path("documents/<uuid:document_id>/", libraries.document_detail, name="document_detail"),
     path("documents/<uuid:document_id>/delete/", libraries.document_delete, name="document_delete"),
+    *_question_paths("runs/<uuid:run_id>", ""),
+    path(
+        "runs/<uuid:run_id>/questions/link-asking/",
+        questions.link_asking,
+        name="questions_link_asking",
+    ),
+    *_question_paths("share/<str:share_token>", "shared_"),
     path("share/<str:share_token>/", reports.run_shared, name="run_shared"),
     path("share/<str:share_token>/report.md", reports.shared_markdown, name="shared_markdown"),
     path("share/<str:share_token>/report.pdf", reports.shared_pdf, name="shared_pdf"),

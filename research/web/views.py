@@ -31,6 +31,12 @@ from research.models import ResearchRun, ResearchSource
 from research.report_templates import REPORT_TEMPLATES
 from research.selectors import run_get_for_user, runs_visible_to
 from research.services import PlanVersionConflict, QueueUnavailable, QuotaExceeded, RunActionError
+from research.web.composer import (
+    clarifications_from,
+    clarify_available,
+    clarifying_questions,
+    gap_hints,
+)
 from research.web.forms import (
     ComposerForm,
     DashboardFilterForm,
@@ -107,38 +113,68 @@ def run_new(request: HttpRequest) -> HttpResponse:
         request.POST or None, user=request.user, initial={"client_request_id": uuid.uuid4().hex}
     )
     status = 200
+    context: dict[str, Any] = {}
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            run = services.run_create(
-                owner=request.user,
-                question=data["question"],
-                depth=data["depth"],
-                source_policy=form.source_policy(),
-                team=data["team"],
-                visibility=data["visibility"],
-                report_template=data["report_template"],
-                client_request_id=data["client_request_id"] or None,
-            )
-        except QueueUnavailable as exc:
-            messages.warning(request, str(exc))
-            return redirect("research:run_detail", run_id=exc.run_id)
-        except QuotaExceeded as exc:
-            form.add_error(None, str(exc))
-            status = 429
-        except RunActionError as exc:
-            form.add_error(None, str(exc))
+        question = form.cleaned_data["question"]
+        asked = clarifying_questions(question) if request.POST.get("action") == "clarify" else []
+        if asked:
+            context["clarifying"] = asked
         else:
-            messages.success(request, "Research created. The plan is being drafted.")
-            return redirect("research:run_detail", run_id=run.pk)
-    context = {
+            response, status = _create_from_composer(request, form)
+            if response is not None:
+                return response
+    if form.errors and status == 200:
+        status = 422
+    return render(request, "research/run_new.html", _composer_context(form, context), status=status)
+
+
+def _composer_context(form: ComposerForm, extra: dict[str, Any]) -> dict[str, Any]:
+    question = form.data.get("question", "") if form.is_bound else ""
+    return {
         "form": form,
         "depths": depth_options(),
         "templates": REPORT_TEMPLATES.values(),
+        "clarify_available": clarify_available(),
+        "hints": gap_hints(question),
+        **extra,
     }
-    if form.errors and status == 200:
-        status = 422
-    return render(request, "research/run_new.html", context, status=status)
+
+
+def _create_from_composer(
+    request: HttpRequest, form: ComposerForm
+) -> tuple[HttpResponse | None, int]:
+    data = form.cleaned_data
+    try:
+        run = services.run_create(
+            owner=request.user,
+            question=data["question"],
+            depth=data["depth"],
+            source_policy=form.source_policy(),
+            team=data["team"],
+            visibility=data["visibility"],
+            report_template=data["report_template"],
+            client_request_id=data["client_request_id"] or None,
+            clarifications=clarifications_from(request.POST),
+        )
+    except QueueUnavailable as exc:
+        messages.warning(request, str(exc))
+        return redirect("research:run_detail", run_id=exc.run_id), 302
+    except QuotaExceeded as exc:
+        form.add_error(None, str(exc))
+        return None, 429
+    except RunActionError as exc:
+        form.add_error(None, str(exc))
+        return None, 200
+    messages.success(request, "Research created. The plan is being drafted.")
+    return redirect("research:run_detail", run_id=run.pk), 302
+
+
+@login_required
+@require_POST
+def composer_hints(request: HttpRequest) -> HttpResponse:
+    """Optional hints about what the question leaves open (HTMX, while typing)."""
+    question = request.POST.get("question", "")[: ComposerForm.base_fields["question"].max_length]
+    return render(request, "research/run_new.html#hints", {"hints": gap_hints(question)})
 
 
 # ---------------------------------------------------------------------------------------------

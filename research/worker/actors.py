@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 from dramatiq.middleware import TimeLimitExceeded
 
-from research.engine.ports import LeaseLost, ModelClient, SystemClock
+from research.engine.ports import LeaseLost, ModelClient, SystemClock, Verifier
 from research.engine.run.orchestrator import Orchestrator
 from research.engine.states import RunStatus, is_terminal
 from research.lifecycle import run_transition
@@ -31,6 +31,7 @@ from research.models import ResearchRun
 from research.sources import WebSourceAdapter
 from research.sources.config import sources_config_from_settings
 from research.worker import webhooks
+from research.worker.answers import ANSWER_TIME_LIMIT_SECONDS, answer_turn
 from research.worker.crashes import clear_crashes, record_crash
 from research.worker.documents import LibraryCatalog
 from research.worker.events import ChannelLayerEvents
@@ -58,6 +59,8 @@ def build_orchestrator(
         sources=WebSourceAdapter(sources_config_from_settings(), documents=LibraryCatalog()),
         events=ChannelLayerEvents(),
         clock=SystemClock(),
+        # A backend with a language model verifies findings; the extractive one is no Verifier.
+        verifier=client if isinstance(client, Verifier) else None,
         # A model endpoint may need one repair call per request; the extractive backend never does.
         calls_per_request=1 if isinstance(client, ExtractiveModelClient) else 2,
     )
@@ -193,3 +196,14 @@ def wake_queued_runs() -> None:
     )
     for pk in waiting:
         advance_run.send(str(pk))
+
+
+@dramatiq.actor(
+    queue_name="questions",
+    max_retries=3,
+    min_backoff=5_000,
+    time_limit=ANSWER_TIME_LIMIT_SECONDS * 1000,
+)
+def answer_question(turn_id: str) -> None:
+    """Answer one question about a report from its frozen evidence; safe to run twice."""
+    answer_turn(turn_id, model=configured_model_client())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import redis.exceptions
 from asgiref.sync import async_to_sync
@@ -42,31 +43,40 @@ class ChannelLayerEvents:
 
     def emit(self, event: ProgressEvent) -> None:
         message = {"type": "run.event", "event": event.model_dump(mode="json")}
-        group = run_group(event.run_id)
-        try:
-            loop = _server_loop
-            if (
-                isinstance(self.layer, InMemoryChannelLayer)
-                and loop is not None
-                and loop.is_running()
-                and not loop.is_closed()
-            ):
-                future = asyncio.run_coroutine_threadsafe(
-                    self.layer.group_send(group, message), loop
-                )
-                future.result(timeout=5)
-            else:
-                async_to_sync(self.layer.group_send)(group, message)
-        except (OSError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
-            # Redis is down: one line per event, not a traceback; runs go on without it.
-            logger.warning(
-                "Could not publish a progress event for run %s: %s",
-                event.run_id,
-                exc,
-            )
-        except Exception:  # progress display must never break research
-            logger.warning(
-                "Could not publish a progress event for run %s.",
-                event.run_id,
-                exc_info=True,
-            )
+        publish(self.layer, run_group(event.run_id), message, about=f"run {event.run_id}")
+
+
+def topic_group(topic_id: object) -> str:
+    """The channel-layer group of one question topic (research/live/questions.py)."""
+    return f"topic.{topic_id}"
+
+
+def publish_topic_changed(topic_id: object) -> None:
+    """Tell everyone viewing the topic that its turns changed; best effort."""
+    publish(
+        get_channel_layer(),
+        topic_group(topic_id),
+        {"type": "topic.changed", "topic_id": str(topic_id)},
+        about=f"topic {topic_id}",
+    )
+
+
+def publish(layer: Any, group: str, message: dict[str, Any], *, about: str) -> None:
+    """Send ``message`` to ``group``; a broken channel layer is logged, never raised."""
+    try:
+        loop = _server_loop
+        if (
+            isinstance(layer, InMemoryChannelLayer)
+            and loop is not None
+            and loop.is_running()
+            and not loop.is_closed()
+        ):
+            future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
+            future.result(timeout=5)
+        else:
+            async_to_sync(layer.group_send)(group, message)
+    except (OSError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        # Redis is down: one line per event, not a traceback; work goes on without it.
+        logger.warning("Could not publish a progress event for %s: %s", about, exc)
+    except Exception:  # progress display must never break research
+        logger.warning("Could not publish a progress event for %s.", about, exc_info=True)

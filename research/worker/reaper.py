@@ -53,7 +53,8 @@ def reap_once() -> list[str]:
     # Imported here: actors pull in the whole research stack (and the models), which must not
     # load while Dramatiq is still building the broker this middleware belongs to.
     from research.models import ResearchRun
-    from research.worker.actors import advance_run
+    from research.worker.actors import advance_run, answer_question
+    from research.worker.answers import stale_turns
     from research.worker.leases import stale_runs
 
     found = stale_runs()
@@ -74,4 +75,7 @@ def reap_once() -> list[str]:
         else:
             logger.info("Re-enqueueing run %s: its worker is gone.", run_id)
         advance_run.send(run_id)
+    for turn_id in stale_turns():
+        logger.info("Re-sending question %s: its answer was never finished.", turn_id)
+        answer_question.send(turn_id)
     return found

@@ -14,7 +14,6 @@ Rules the engine relies on, enforced here and by database constraints:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -22,7 +21,6 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
-from pydantic import ValidationError as PydanticValidationError
 
 from research.engine.contracts import (
     Block,
@@ -32,7 +30,6 @@ from research.engine.contracts import (
     ResearchPlan,
     RunControls,
     RunSnapshot,
-    ScholarlyMetadata,
     SearchCandidate,
     SourceDocument,
     SourcePolicy,
@@ -44,6 +41,7 @@ from research.engine.contracts import (
     WorkingState,
 )
 from research.engine.ports import AcquisitionErrorKind, LeaseLost
+from research.engine.run.planning import clarification_line
 from research.engine.states import RunStatus
 from research.engine.steps import StepInput, StepPayload
 from research.engine.urls import (
@@ -60,8 +58,7 @@ from research.report_templates import template_sections
 from research.sources.documents.addresses import document_url_hash
 from research.worker.leases import release_lease, renew_lease
 from research.worker.shutdown import SHUTTING_DOWN
-
-logger = logging.getLogger(__name__)
+from research.worker.snapshots import snapshot_freeze
 
 _SOURCE_KIND = {
     "html": ResearchSource.Kind.WEB,
@@ -125,6 +122,10 @@ class DjangoStore:
             ),
             resume_phase=run.resume_phase or None,
             requested_sections=list(template_sections(run.report_template)),
+            clarifications=[
+                clarification_line(item["question"], item["answer"])
+                for item in run.clarifications or []
+            ],
         )
 
     def transition(
@@ -199,6 +200,8 @@ class DjangoStore:
             ResearchRun.objects.filter(pk=run_id).update(
                 report=report.model_dump(mode="json"), updated_at=timezone.now()
             )
+            # Every saved report version is frozen with its evidence (research/worker/snapshots.py).
+            snapshot_freeze(run_id, report, as_contract=evidence_from_row)
 
     # -- steps -----------------------------------------------------------------------------
 
@@ -544,19 +547,8 @@ def _source_record(source: ResearchSource) -> SourceRecord:
         status_reason=source.last_error,
         declared_canonical_url=(metadata.get("document") or {}).get("declared_canonical_url"),
         work_ids=[str(key) for key in metadata.get("work_ids", [])],
-        scholarly=_scholarly(metadata),
+        scholarly=source.scholarly,
     )
-
-
-def _scholarly(metadata: dict) -> ScholarlyMetadata | None:
-    stored = metadata.get("scholarly")
-    if not isinstance(stored, dict):
-        return None
-    try:
-        return ScholarlyMetadata.model_validate(stored)
-    except PydanticValidationError:
-        logger.warning("A source's stored scholarly metadata no longer validates; it is ignored.")
-        return None
 
 
 def write_evidence_row(item: Evidence, *, step_id: str | None) -> ResearchEvidence:

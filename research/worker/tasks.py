@@ -12,7 +12,7 @@ import dramatiq.errors
 import redis.exceptions
 from django.db import transaction
 
-from research.worker.actors import advance_run
+from research.worker.actors import advance_run, answer_question
 
 logger = logging.getLogger(__name__)
 
@@ -57,3 +57,21 @@ def send_advance(run_id: str) -> None:
             exc,
         )
         raise QueueUnavailable(run_id) from None
+
+
+def enqueue_answer(turn_id: object) -> None:
+    """Send a waiting question to a worker after commit. A broker that refuses the message is
+    logged, not raised: the question is saved and the reaper sends it once the broker is back
+    (``research.worker.answers.stale_turns``)."""
+    transaction.on_commit(lambda: send_answer(str(turn_id)))
+
+
+def send_answer(turn_id: str) -> None:
+    try:
+        answer_question.send(turn_id)
+    except BROKER_ERRORS as exc:
+        logger.warning(
+            "Could not queue question %s (%s); the reaper sends it when the broker is back.",
+            turn_id,
+            exc,
+        )

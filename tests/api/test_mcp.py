@@ -70,6 +70,11 @@ def test_research_through_mcp_with_verified_citations(owner, web):
             "get_report",
             "list_recent_runs",
             "list_sources",
+            "list_topics",
+            "start_topic",
+            "ask_question",
+            "get_answer",
+            "control_answer",
         }
         started = _data(await session.call_tool("start_research", {"question": QUESTION}))
         run_id = started["run_id"]

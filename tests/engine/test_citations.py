@@ -2,11 +2,9 @@ import re
 from collections.abc import Sequence
 
 from research.engine.citations import (
-    UNSUPPORTED_LABEL,
     CitationProblem,
     check_citations,
     escape_markdown,
-    finalize_report,
     number_citations,
     render_markdown,
 )
@@ -18,6 +16,7 @@ from research.engine.contracts import (
     SourceSummary,
 )
 from research.engine.ports import ModelError
+from research.engine.review import UNSUPPORTED_LABEL, finalize_report
 from research.engine.works import reference_text
 from tests.engine.factories import make_evidence
 

@@ -2,7 +2,7 @@
 detect a conflict, pass the finish gate, validate and render the report. The orchestrator loop
 composes these same calls."""
 
-from research.engine.citations import finalize_report, render_markdown
+from research.engine.citations import render_markdown
 from research.engine.contracts import (
     EvidenceScope,
     ReadAction,
@@ -29,6 +29,7 @@ from research.engine.ledger import (
     verify_candidates,
 )
 from research.engine.ports import AcquisitionError
+from research.engine.review import finalize_report
 from tests.engine.clock import FakeClock
 from tests.engine.factories import make_candidate, make_document, make_plan
 from tests.engine.fakes import MemoryStore, MemoryWeb

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from evals.backends import LIFTED_ADDRESS, MISSING_EVIDENCE_ID, model_factory
+from evals.backends import INVENTED_CLAIM_ID, LIFTED_ADDRESS, MISSING_EVIDENCE_ID, model_factory
 from evals.environment import BENCHMARK_RUNS_PER_HOUR
 from evals.gates import aggregate, evaluate_gates, load_committed
 from evals.harness import run_task, web_reference
@@ -53,6 +53,8 @@ def test_extractive_backend_passes_the_gates_on_three_tasks(frozen, attempted_ur
 
     gates = evaluate_gates(aggregate([run.score for run in runs]))
     assert [g.name for g in gates if not g.passed] == []
+    # The finished report is asked a follow-up whose answer is in its frozen evidence.
+    assert runs[0].follow_up is not None and runs[0].follow_up.quoted
     official, conflict, injection = (run.score for run in runs)
     assert official.facts_stated == ["boardings", "cost", "budget"] and official.primary_cited
     assert conflict.contradiction_both_sides
@@ -79,6 +81,14 @@ def test_scripted_models_mistakes_are_refused_rejected_and_repaired(frozen):
     assert document["report"]["mode"] == "model"
     assert MISSING_EVIDENCE_ID not in str(document["report"])
     assert score.findings_with_evidence == score.factual_statements
+    # Its verifier judged every published finding; its verdict for a finding that does not
+    # exist was ignored, with the reason in the report.
+    assert score.verifier_judged == score.findings_with_evidence > 0
+    assert score.supported_findings == score.findings_with_evidence
+    assert any(INVENTED_CLAIM_ID in line for line in document["report"]["methodology"])
+    gates = evaluate_gates(aggregate([score]), verifier=True)
+    assert [g.name for g in gates if not g.passed] == []
+    assert "findings judged by the verifier" in [g.name for g in gates]
 
 
 def test_every_fictional_task_cites_only_verified_evidence_and_recall_holds_its_baseline(frozen):

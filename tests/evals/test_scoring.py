@@ -187,6 +187,23 @@ def test_findings_demoted_after_repair_count_as_unsupported():
     assert score.unsupported_after_repair == 1
 
 
+def test_a_finding_the_verifier_did_not_confirm_is_not_a_supported_finding():
+    judged = finding("f1", EXCERPT, "e1") | {
+        "verdict": {"verdict": "partially_supported", "unsupported_part": "X"}
+    }
+    confirmed = finding("f2", EXCERPT, "e1") | {
+        "verdict": {"verdict": "supported", "unsupported_part": ""}
+    }
+    unjudged = finding("f3", EXCERPT, "e1")
+    document = make_document([judged, confirmed, unjudged], [make_evidence("e1", "s1")], [OPERATOR])
+
+    score = score_run(make_task(), document)
+
+    assert score.findings_with_evidence == 3
+    assert score.supported_findings == 2  # the confirmed one and the one no verifier judged
+    assert score.verifier_judged == 2
+
+
 def test_facts_match_across_number_and_typography_variants():
     assert states("an average of 48 200 boardings", ["48,200"])
     assert states("peaks between 0 and \u22125 \u00b0C", ["between 0 and -5"])

@@ -32,6 +32,7 @@ from research.engine.contracts import (
     EvidenceCandidate,
     ExtractionRequest,
     ExtractionResult,
+    FindingVerdict,
     FinishAction,
     PlanQuestion,
     ReadAction,
@@ -40,6 +41,8 @@ from research.engine.contracts import (
     ResearchPlan,
     SearchAction,
     SourceSummary,
+    Verification,
+    VerificationRequest,
 )
 from research.engine.guards import fingerprint_query
 from research.engine.ledger import normalize_for_matching
@@ -330,6 +333,16 @@ class Researcher:
 
 
 _active_model: ScriptedModelClient | None = None
+
+
+def confirm_every_finding(request: VerificationRequest) -> Verification:
+    """A verifier that finds every finding supported: for scenarios about something else, so
+    that every model call they make is answered (and counted) as a real endpoint would."""
+    return Verification(
+        verdicts=[
+            FindingVerdict(claim_id=item.claim_id, verdict="supported") for item in request.findings
+        ]
+    )
 
 
 def active_scripted_model() -> ScriptedModelClient:

@@ -40,6 +40,7 @@ from tests.integration.scripted import (
     Researcher,
     advance,
     approved_run,
+    confirm_every_finding,
     executed,
     make_plan,
     quote,
@@ -143,6 +144,7 @@ def script(model: ScriptedModelClient, decider: Researcher, *, synthesize=cite_e
     model.rule("decider", decider)
     model.rule("extractor", QuoteTable(QUOTES))
     model.rule("synthesizer", synthesize)
+    model.rule("verifier", confirm_every_finding)
 
 
 def report_of(run) -> Report:

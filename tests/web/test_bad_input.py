@@ -26,11 +26,13 @@ from research import libraries
 from research.engine.contracts import SourceDocument
 from research.models import (
     LibraryDocument,
+    QuestionTurn,
     ResearchEvidence,
     ResearchRun,
     ResearchSource,
     Webhook,
 )
+from research.questions import topic_create
 from tests.web.factories import completed_run
 
 
@@ -129,6 +131,10 @@ def real_values(owner, team) -> dict[str, str]:
             retrieved_at=datetime.now(UTC),
         ).model_dump(mode="json"),
     )
+    topic = topic_create(run=run, title="Walk", user=owner)
+    turn = QuestionTurn.objects.create(
+        topic=topic, question="Asked?", status=QuestionTurn.Status.FAILED
+    )
     return {
         "library_id": str(library.pk),
         "document_id": str(document.pk),
@@ -143,6 +149,8 @@ def real_values(owner, team) -> dict[str, str]:
         "membership_id": str(membership.pk),
         "token_id": str(api_token.pk),
         "hook_id": str(hook.pk),
+        "topic_id": str(topic.pk),
+        "turn_id": str(turn.pk),
         "app_label": "research",
         "content_type_id": str(ContentType.objects.get_for_model(ResearchRun).pk),
         "object_id": str(run.pk),

@@ -75,18 +75,22 @@ from research.engine.contracts.records import (
     WorkingState,
 )
 from research.engine.contracts.reports import (
+    VERDICTS,
     Report,
     ReportContradiction,
     ReportGap,
     ReportSection,
     Statement,
+    StatementVerdict,
     SupportCheck,
+    VerdictName,
 )
 from research.engine.contracts.requests import (
     CandidateSummary,
     EvidenceSummary,
     ExtractionRequest,
     FailedSource,
+    FindingVerdict,
     FinishAction,
     PlanRequest,
     Rationale,
@@ -97,6 +101,10 @@ from research.engine.contracts.requests import (
     SearchAction,
     SourceSummary,
     SynthesisRequest,
+    Verification,
+    VerificationExcerpt,
+    VerificationItem,
+    VerificationRequest,
 )
 from research.engine.contracts.sources import (
     BLOCK_KINDS,
@@ -199,6 +207,14 @@ __all__ = [
     "SourceUpdated",
     "Stance",
     "Statement",
+    "StatementVerdict",
+    "VERDICTS",
+    "VerdictName",
+    "FindingVerdict",
+    "Verification",
+    "VerificationExcerpt",
+    "VerificationItem",
+    "VerificationRequest",
     "StepFinished",
     "StepKind",
     "StepRecord",

@@ -155,6 +155,9 @@ class ContradictionPosition(_Part):
     stance: Stance
     evidence_ids: list[str]
     scopes: list[EvidenceScope]
+    # The independence clusters of the sources stating it (filled for value conflicts): how
+    # many independent sites say it.
+    clusters: list[str] = Field(default_factory=list)
 
 
 class ContradictionCandidate(Contract):

@@ -1,6 +1,6 @@
 """Working state (the loop checkpoint) and the run and step records the store hands the engine."""
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -102,6 +102,8 @@ class RunSnapshot(Contract):
     resume_phase: RunStatus | None = None
     # Sections the run's report template requires; the plan's deliverable always lists them.
     requested_sections: list[ShortText] = Field(default_factory=list)
+    # What the person answered to clarifying questions before planning, one line each.
+    clarifications: list[Annotated[str, Field(max_length=1000)]] = Field(default_factory=list)
 
 
 StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped", "cancelled"]

@@ -22,11 +22,24 @@ class SupportCheck(_Part):
     detail: Annotated[str, Field(max_length=500)] = ""
 
 
+VerdictName = Literal["supported", "partially_supported", "unsupported"]
+VERDICTS: tuple[str, ...] = ("supported", "partially_supported", "unsupported")
+
+
+class StatementVerdict(_Part):
+    """The verifier model's judgement of a finding against its cited excerpts; for a finding
+    not fully supported, ``unsupported_part`` names what its excerpts do not say."""
+
+    verdict: VerdictName
+    unsupported_part: Annotated[str, Field(max_length=500)] = ""
+
+
 class Statement(_Part):
     """One statement of the report; findings must cite verified evidence of the same run.
 
-    ``checks`` are written by the program when the report is validated, never by a model: what
-    was checked of a finding against its excerpts and with what result."""
+    ``checks`` and ``verdict`` are written by the program when the report is validated, never
+    by the model that wrote the report: what was checked of a finding against its excerpts and
+    with what result, and what the verifier model judged (``None``: no verifier ran)."""
 
     claim_id: Identifier
     kind: Literal["finding", "analysis", "caveat"]
@@ -34,6 +47,7 @@ class Statement(_Part):
     evidence_ids: list[NonEmptyStr] = Field(default_factory=list)
     confidence: Confidence = "medium"
     checks: list[SupportCheck] = Field(default_factory=list)
+    verdict: StatementVerdict | None = None
 
 
 class ReportSection(_Part):

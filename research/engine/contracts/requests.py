@@ -17,7 +17,7 @@ from research.engine.contracts.base import (
 from research.engine.contracts.evidence import ContradictionCandidate, Evidence
 from research.engine.contracts.plans import Budget, PlanQuestion, ResearchPlan, Usage
 from research.engine.contracts.records import QuestionCoverage
-from research.engine.contracts.reports import Report, ReportGap
+from research.engine.contracts.reports import Report, ReportGap, VerdictName
 from research.engine.contracts.sources import Block, SourcePolicy
 
 # --------------------------------------------------------------------------------------------
@@ -166,3 +166,41 @@ class SynthesisRequest(Contract):
     problems: list[str] = Field(default_factory=list)
     previous_report: Report | None = None
     max_output_tokens: int | None = Field(default=None, ge=1)
+
+
+class VerificationExcerpt(_Part):
+    """One cited excerpt as the verifier sees it: under the heading it stands under."""
+
+    evidence_id: NonEmptyStr
+    text: NonEmptyStr
+
+
+class VerificationItem(_Part):
+    """One finding to judge, with every excerpt it cites."""
+
+    claim_id: Identifier
+    text: NonEmptyStr
+    excerpts: Annotated[list[VerificationExcerpt], Field(min_length=1)]
+
+
+class VerificationRequest(Contract):
+    """Input of the tool-less verifier: findings and their cited excerpts, nothing else."""
+
+    findings: Annotated[list[VerificationItem], Field(min_length=1)]
+    max_output_tokens: int | None = Field(default=None, ge=1)
+
+
+class FindingVerdict(_Part):
+    """The verifier's answer for one finding. ``claim_id`` is any short text, so an answer
+    naming a finding that was never asked about is reported, not a reason to reject the
+    whole answer."""
+
+    claim_id: Annotated[str, Field(min_length=1, max_length=200)]
+    verdict: VerdictName
+    unsupported_part: Annotated[str, Field(max_length=2000)] = ""
+
+
+class Verification(Contract):
+    """What the verifier returns: one verdict per finding it was shown."""
+
+    verdicts: list[FindingVerdict] = Field(default_factory=list)

@@ -36,7 +36,7 @@ from research.engine.guards import (
     evaluate_finish_gate,
 )
 from research.engine.ledger import assign_independence_clusters, find_contradictions
-from research.engine.ports import Clock, ModelClient, ModelError, SourceAdapter, Store
+from research.engine.ports import Clock, ModelClient, ModelError, SourceAdapter, Store, Verifier
 from research.engine.quality import SourceClassifier
 from research.engine.run.metering import Meter
 from research.engine.run.progress import Progress
@@ -147,6 +147,7 @@ class Phase:
 
     _store: Store
     _model: ModelClient
+    _verifier: Verifier | None
     _sources: SourceAdapter
     _clock: Clock
     _progress: Progress

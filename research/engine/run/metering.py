@@ -29,10 +29,15 @@ OUTPUT_TOKEN_CAPS: dict[str, int] = {
     "decide": 1_500,
     "extract": 4_000,
     "synthesize": 16_000,
+    # One verdict per finding (about 50 tokens each) for up to 60 findings, with room to spare.
+    "verify": 6_000,
 }
 # Below this many output tokens a synthesis call cannot produce a useful report; the program
 # writes the report from the evidence itself instead.
 MIN_SYNTHESIS_OUTPUT_TOKENS = 800
+# Below this many output tokens the verifier cannot judge even a short report; the findings are
+# then left to the deterministic checks.
+MIN_VERIFY_OUTPUT_TOKENS = 300
 # A snapshot is cut to fit the token budget, but never below this many characters.
 MIN_EXTRACTION_CHARS = 2_000
 # Reading a source with less than this many bytes of budget left is not worth a fetch.

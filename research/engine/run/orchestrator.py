@@ -20,7 +20,7 @@ pay for model calls through :mod:`.metering` and report through :mod:`.progress`
 
 from research.engine.contracts import ResearchPlan
 from research.engine.guards import MAX_CONCURRENT_FETCHES, MAX_CONCURRENT_SEARCHES
-from research.engine.ports import Clock, EventSink, ModelClient, SourceAdapter, Store
+from research.engine.ports import Clock, EventSink, ModelClient, SourceAdapter, Store, Verifier
 from research.engine.quality import SourceClassifier, classify_source
 from research.engine.run.context import CANCEL, PAUSE, Halt
 from research.engine.run.deciding import Deciding
@@ -52,7 +52,8 @@ class Orchestrator(Planning, Iterations, Deciding, Execution, Extraction, Synthe
     results asked of a search; ``extraction_max_items`` caps evidence per source;
     ``calls_per_request`` is how many model calls one request may cost (2 for a client that
     repairs invalid output once, 1 for one that never retries, such as the extractive
-    backend); ``classify`` labels acquired documents (default :func:`classify_source`).
+    backend); ``verifier`` judges findings against their excerpts before a model-written
+    report is published (None: the deterministic checks alone); ``classify`` labels acquired documents (default :func:`classify_source`).
     """
 
     def __init__(
@@ -63,6 +64,7 @@ class Orchestrator(Planning, Iterations, Deciding, Execution, Extraction, Synthe
         sources: SourceAdapter,
         events: EventSink,
         clock: Clock,
+        verifier: Verifier | None = None,
         max_parallel_searches: int = MAX_CONCURRENT_SEARCHES,
         max_parallel_fetches: int = MAX_CONCURRENT_FETCHES,
         max_parallel_extractions: int = 3,
@@ -87,6 +89,7 @@ class Orchestrator(Planning, Iterations, Deciding, Execution, Extraction, Synthe
             raise ValueError("extraction_max_items must be between 1 and 40.")
         self._store = store
         self._model = model
+        self._verifier = verifier
         self._sources = sources
         self._clock = clock
         self._progress = Progress(events)

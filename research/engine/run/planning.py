@@ -4,6 +4,7 @@ import uuid
 from collections.abc import Sequence
 
 from research.engine.contracts import PlanReady, PlanRequest, ResearchPlan, RunSnapshot, Usage
+from research.engine.contracts.plans import PLAN_ITEM_MAX_CHARS, PLAN_LIST_MAX_ITEMS
 from research.engine.guards import BudgetRefused
 from research.engine.ports import ModelError
 from research.engine.run.context import Phase, outage_stop
@@ -164,3 +165,21 @@ def _with_requested_sections(plan: ResearchPlan, sections: Sequence[str]) -> Res
         return plan
     deliverable = plan.deliverable.model_copy(update={"requested_sections": listed + missing})
     return plan.model_copy(update={"deliverable": deliverable})
+
+
+def clarification_line(question: str, answer: str) -> str:
+    """One clarifying question and the person's answer, as planning input and assumption."""
+    line = f"Asked before planning: “{question.strip()}” Answer: “{answer.strip()}”"
+    return line[:PLAN_ITEM_MAX_CHARS]
+
+
+def with_clarifications(plan: ResearchPlan, clarifications: Sequence[str]) -> ResearchPlan:
+    """The answers given before planning belong in the plan's assumptions whatever the
+    planner wrote, so the person approving the plan sees what it rests on."""
+    listed = list(plan.assumptions)
+    missing = [line for line in clarifications if not any(line in item for item in listed)]
+    if not missing:
+        return plan
+    # The plan holds a bounded number of assumptions; the person's answers go first.
+    room = max(0, PLAN_LIST_MAX_ITEMS - len(missing))
+    return plan.model_copy(update={"assumptions": (missing + listed[:room])[:PLAN_LIST_MAX_ITEMS]})

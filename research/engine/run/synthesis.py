@@ -1,9 +1,11 @@
 """Synthesis: writing the report, repairing citations, gaps and the evidence it is shown."""
 
+import functools
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 
-from research.engine.citations import CitationProblem, finalize_report, problems_as_text
+from research.engine.citations import CitationProblem, problems_as_text
+from research.engine.conflicts import find_value_conflicts
 from research.engine.contracts import (
     ContradictionCandidate,
     Evidence,
@@ -19,12 +21,16 @@ from research.engine.contracts import (
     Statement,
     SynthesisRequest,
     Usage,
+    Verification,
+    VerificationRequest,
 )
 from research.engine.guards import BudgetRefused, estimate_tokens, source_cluster
-from research.engine.ports import ModelError
+from research.engine.ports import ModelError, Verifier
+from research.engine.review import ValidatedReport, finalize_report
 from research.engine.run.context import Phase, RunContext, View, outage_stop, stop_message
 from research.engine.run.metering import (
     MIN_SYNTHESIS_OUTPUT_TOKENS,
+    MIN_VERIFY_OUTPUT_TOKENS,
     OUTPUT_TOKEN_CAPS,
     PROMPT_OVERHEAD_TOKENS,
 )
@@ -149,11 +155,17 @@ class Synthesis(Phase):
         def repair(draft: Report, problems: Sequence[CitationProblem]) -> Report:
             return self._repair_report(run, view, gaps, summaries, partial, key, draft, problems)
 
+        # Only a backend with a language model verifies; a report of quotations (extractive,
+        # or the program's own when the budget ran out) is checked deterministically.
+        verify = None
+        if self._verifier is not None and report.mode == "model":
+            verify = functools.partial(self._verify_findings, run, key, self._verifier)
         validated = finalize_report(
             report,
             run_id=run_id,
             evidence=evidence_by_id,
             repair=repair,
+            verify=verify,
             known_text=_plan_text(run.plan),
             standing={s.id: (s.quality.source_class, source_cluster(s)) for s in view.sources},
         )
@@ -162,23 +174,10 @@ class Synthesis(Phase):
             plan=run.plan,
             gaps=gaps,
             partial=partial,
-            methodology=self._methodology(run, view),
+            methodology=self._methodology(run, view) + _verifier_lines(validated),
         )
         self._store.save_report(run_id, report=final)
-        summary = (
-            f"Report with {sum(1 for s in final.statements() if s.kind == 'finding')} findings"
-        )
-        if validated.demoted_claim_ids:
-            summary += (
-                f"; {len(validated.demoted_claim_ids)} unsupported statements kept as caveats"
-            )
-        if validated.mismatched_claim_ids:
-            summary += f" ({len(validated.mismatched_claim_ids)} not borne out by their excerpts)"
-        if validated.removed_from_text:
-            summary += (
-                f"; {validated.removed_from_text} addresses, markers or markup removed from "
-                "statement text"
-            )
+        summary = _synthesis_summary(final, validated)
         self._store.finish_step(
             step.id,
             status="succeeded",
@@ -259,6 +258,28 @@ class Synthesis(Phase):
             raise ModelError(f"No budget is left to repair citations: {refusal.reason}") from None
         return result.value
 
+    def _verify_findings(
+        self, run: RunContext, key: str, verifier: Verifier, request: VerificationRequest
+    ) -> Verification:
+        """One verifier call, paid from the synthesis budget; raises :class:`ModelError`
+        when it cannot run (no budget left, or a failed call)."""
+        remaining = run.ledger.remaining(phase="synthesis").output_tokens
+        output_cap = min(OUTPUT_TOKEN_CAPS["verify"], remaining // self._calls)
+        if output_cap < MIN_VERIFY_OUTPUT_TOKENS:
+            raise ModelError("No output tokens are left in the budget for the verifier.")
+        request = request.model_copy(update={"max_output_tokens": output_cap})
+        try:
+            result = self._meter.call(
+                run.ledger,
+                f"{key}#verify#{uuid.uuid4().hex[:12]}",
+                self._meter.allowance(request.model_dump_json(), "verify", output_cap),
+                lambda: verifier.verify(request),
+                phase="synthesis",
+            )
+        except BudgetRefused as refusal:
+            raise ModelError(f"No budget is left for the verifier: {refusal.reason}") from None
+        return result.value
+
     def _synthesis_output_cap(self, run: RunContext) -> int:
         remaining = run.ledger.remaining(phase="synthesis").output_tokens
         return min(OUTPUT_TOKEN_CAPS["synthesize"], remaining // self._calls)
@@ -274,7 +295,7 @@ class Synthesis(Phase):
     ) -> SynthesisRequest:
         """Evidence cards that fit the synthesis token allowance: every contradiction's
         evidence, then each question's best items in turn, then the rest by relevance."""
-        contradictions = view.contradictions
+        contradictions = _with_value_conflicts(view)
         base = SynthesisRequest(
             plan=run.plan,
             evidence=[],
@@ -341,6 +362,56 @@ class Synthesis(Phase):
         )
         phase: ProgressPhase = "completed" if terminal == _S.COMPLETED else "budget_exhausted"
         self._progress.phase(run_id, phase, terminal, reason)
+
+
+def _synthesis_summary(final: Report, validated: ValidatedReport) -> str:
+    """The synthesis step's summary: findings, and what was not published as one."""
+    summary = f"Report with {sum(1 for s in final.statements() if s.kind == 'finding')} findings"
+    if validated.demoted_claim_ids:
+        summary += f"; {len(validated.demoted_claim_ids)} unsupported statements kept as caveats"
+    if validated.mismatched_claim_ids:
+        summary += f" ({len(validated.mismatched_claim_ids)} not borne out by their excerpts)"
+    if validated.unconfirmed_claim_ids:
+        summary += f" ({len(validated.unconfirmed_claim_ids)} not confirmed by the verifier)"
+    if validated.removed_from_text:
+        summary += (
+            f"; {validated.removed_from_text} addresses, markers or markup removed from "
+            "statement text"
+        )
+    if validated.verifier_notes:
+        summary += "; verifier: " + " ".join(validated.verifier_notes)
+    return display_text(summary, 2000)
+
+
+def _verifier_lines(validated: ValidatedReport) -> list[str]:
+    """Methodology lines on the verifier: what it judged, and what went wrong with it."""
+    if not validated.verifier_calls:
+        return []
+    judged = [s.verdict.verdict for s in validated.report.statements() if s.verdict is not None]
+    counts = ", ".join(
+        f"{judged.count(name)} {name.replace('_', ' ')}"
+        for name in ("supported", "partially_supported", "unsupported")
+        if judged.count(name)
+    )
+    line = (
+        f"A verifier model judged {len(judged)} findings against their cited excerpts"
+        f"{f' ({counts})' if counts else ''}; findings it did not find fully supported were "
+        "sent back once for repair, then kept only as labelled caveats."
+    )
+    return [display_text(text, 2000) for text in (line, *validated.verifier_notes)]
+
+
+def _with_value_conflicts(view: View) -> list[ContradictionCandidate]:
+    """The run's contradictions and the value conflicts its excerpts show
+    (:mod:`research.engine.conflicts`) that no claim key already names."""
+    clusters = {source.id: source_cluster(source) for source in view.sources}
+    named = [set(item.evidence_ids) for item in view.contradictions]
+    conflicts = [
+        item
+        for item in find_value_conflicts(view.evidence, clusters)
+        if not any(set(item.evidence_ids) <= ids for ids in named)
+    ]
+    return [*view.contradictions, *conflicts]
 
 
 def _gaps(plan: ResearchPlan, view: View) -> list[ReportGap]:

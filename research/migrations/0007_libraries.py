@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0002_api_tokens'),
-        ('research', '0005_webhooks'),
+        ('research', '0006_report_questions'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
