@@ -6,6 +6,7 @@ so a mistyped value stops start-up with a message an operator can act on.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 from dataclasses import dataclass
@@ -56,6 +57,48 @@ def env_list(name: str, default: list[str] | None = None) -> list[str]:
     if raw is None:
         return list(default or [])
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_networks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """A comma-separated list of IP addresses or networks (``127.0.0.1``, ``10.0.0.0/8``,
+    ``::1``); host names are refused, because a request carries only its address."""
+    networks = []
+    for item in env_list(name):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ConfigError(
+                f"{name} must list IP addresses or networks like 127.0.0.1 or 10.0.0.0/8, "
+                f"separated by commas; {item!r} is neither."
+            ) from None
+    return networks
+
+
+def env_http_url(name: str, default: str = "") -> str:
+    """An http:// or https:// address with a host, or empty."""
+    raw = env_str(name, default)
+    if not raw:
+        return ""
+    parts = urlsplit(raw)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise ConfigError(
+            f"{name} must be an http:// or https:// address with a host, like "
+            f"http://127.0.0.1:4318, not {raw!r}."
+        )
+    try:
+        parts.port  # noqa: B018 - accessing it validates the number
+    except ValueError:
+        raise ConfigError(f"{name} has a port that is not a number: {raw!r}.") from None
+    return raw
+
+
+def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
+    value = env_str(name, default).lower() or default
+    if value not in choices:
+        raise ConfigError(
+            f"{name} must be {', '.join(choices[:-1])} or {choices[-1]}, not {env_str(name)!r}."
+        )
+    return value
 
 
 def env_json_object(name: str) -> dict:

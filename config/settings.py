@@ -15,9 +15,12 @@ from config.env import (
     ConfigError,
     database_config,
     env_bool,
+    env_choice,
+    env_http_url,
     env_int,
     env_json_object,
     env_list,
+    env_networks,
     env_str,
     redis_url,
 )
@@ -372,6 +375,34 @@ DEMO_PASSWORD = env_str("DEMO_PASSWORD")
 # A minute rides out a Redis restart or failover; see docs/deployment.md.
 WORKER_BROKER_UNREACHABLE_SECONDS = env_int("WORKER_BROKER_UNREACHABLE_SECONDS", 60, minimum=1)
 
+# Operations (docs/operations.md). /metrics is off unless METRICS_ENABLED; when on it answers
+# only a request with the bearer token or from an allowed address (at least one is required).
+METRICS_ENABLED = env_bool("METRICS_ENABLED", False)
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+METRICS_ALLOWED_ADDRESSES = env_networks("METRICS_ALLOWED_ADDRESSES")
+if METRICS_TOKEN and len(METRICS_TOKEN) < 24:
+    raise ConfigError("METRICS_TOKEN must be at least 24 characters long, so it cannot be guessed.")
+if METRICS_ENABLED and not (METRICS_TOKEN or METRICS_ALLOWED_ADDRESSES):
+    raise ConfigError(
+        "METRICS_ENABLED is on but neither METRICS_TOKEN nor METRICS_ALLOWED_ADDRESSES is set; "
+        "set a bearer token or the addresses Prometheus scrapes from."
+    )
+# prometheus_client's own variable: where each process writes its values (multiprocess mode).
+PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR")
+if PROMETHEUS_MULTIPROC_DIR and not (
+    os.path.isdir(PROMETHEUS_MULTIPROC_DIR)
+    and os.access(PROMETHEUS_MULTIPROC_DIR, os.W_OK | os.X_OK)
+):
+    raise ConfigError(
+        f"PROMETHEUS_MULTIPROC_DIR {PROMETHEUS_MULTIPROC_DIR} must be an existing directory "
+        "this process can write to (create it, empty, before the server and workers start)."
+    )
+# Tracing: our variable, else OpenTelemetry's own; empty means no tracing.
+TRACING_OTLP_ENDPOINT = env_http_url("TRACING_OTLP_ENDPOINT") or env_http_url(
+    "OTEL_EXPORTER_OTLP_ENDPOINT"
+)
+LOG_FORMAT = env_choice("LOG_FORMAT", ("plain", "json"), "plain")
+
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
     raise ConfigError(
@@ -380,15 +411,22 @@ if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {"()": "config.logs.JsonFormatter"},
+    },
     # Chatty libraries speak only at WARNING and above unless LOG_LEVEL is DEBUG (see
     # config.logs: some set their own logger levels, so a handler filter is what holds).
-    "filters": {"quiet_libraries": {"()": "config.logs.QuietLibraries"}},
+    # Every record gets the run and step being worked on (config.logs.ResearchContext).
+    "filters": {
+        "quiet_libraries": {"()": "config.logs.QuietLibraries"},
+        "research_context": {"()": "config.logs.ResearchContext"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
-            "filters": [] if LOG_LEVEL == "DEBUG" else ["quiet_libraries"],
+            "formatter": LOG_FORMAT,
+            "filters": ["research_context"] + ([] if LOG_LEVEL == "DEBUG" else ["quiet_libraries"]),
         }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},

@@ -6,6 +6,7 @@ from django.urls import include, path
 
 from research.api import pages as api_pages
 from research.api.endpoints import api
+from research.web import operations
 
 admin.site.site_header = "Deep Research audit"
 admin.site.site_title = "Deep Research audit"
@@ -28,6 +29,7 @@ urlpatterns = [
         admin.site.admin_view(view_on_site),
     ),
     path("admin/", admin.site.urls),
+    path("metrics", operations.metrics, name="metrics"),
     path("api/v1/", api.urls),
     path("webhooks/", api_pages.webhook_list, name="webhook_list"),
     path("webhooks/<int:hook_id>/", api_pages.webhook_detail, name="webhook_detail"),

@@ -38,13 +38,13 @@ from research.engine.contracts import (
     VerificationRequest,
 )
 from research.engine.ports import ModelClient, ModelError, ModelResult
+from research.engine.quoted_report import write_extractive_report
 from research.engine.support import check_support
 from research.llm.extractive import (
     ExtractiveModelClient,
     extractive_decision,
     extractive_evidence,
 )
-from research.llm.extractive_report import write_extractive_report
 from research.llm.scripted import ScriptedModelClient
 
 BACKENDS = ("extractive", "scripted", "openai")

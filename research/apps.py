@@ -23,3 +23,6 @@ class ResearchConfig(AppConfig):
                 llm.validate()
         except (ImproperlyConfigured, LLMConfigError) as exc:
             raise ConfigError(str(exc)) from None
+        from research import telemetry
+
+        telemetry.configure_from_settings()

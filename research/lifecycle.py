@@ -13,6 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from research import telemetry
 from research.engine.states import RunStatus, check_transition, is_terminal
 from research.models import ResearchRun, ResearchStep
 
@@ -100,6 +101,15 @@ def transition(
         ResearchRun.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
     if changed and to == RunStatus.CANCELLED:
         steps_cancel_unfinished(run_id)
+    if changed and telemetry.metrics_on():
+        created_at = (
+            ResearchRun.objects.filter(pk=run_id).values_list("created_at", flat=True).first()
+            if is_terminal(to)
+            else None
+        )
+        telemetry.run_transitioned(
+            expected=expected, to=to, stop_reason=stop_reason, created_at=created_at, now=now
+        )
     return changed
 
 

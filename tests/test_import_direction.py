@@ -2,7 +2,7 @@
 
 From the top: live → web (pages, the CLI library, the admin) → services/selectors → worker
 (tasks and the reaper → actors → store, leases, crashes, events) → lifecycle and access →
-models → sources/llm → engine. A module may import its own layer and any layer below it,
+models → telemetry (its database gauges sit above models) → sources/llm → engine. A module may import its own layer and any layer below it,
 never one above. Imports inside functions count too: a lazy import is still a dependency.
 docs/architecture.md shows the same map.
 """
@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "research.services": 60,
     "research.libraries": 60,
     "research.selectors": 60,
+    "research.usage": 60,
     "research.questions": 60,
     "research.worker.tasks": 55,
     "research.worker.reaper": 55,
@@ -36,6 +37,7 @@ LAYERS: dict[str, int] = {
     "research.worker": 52,
     "research.lifecycle": 40,
     "research.access": 40,
+    "research.telemetry.gauges": 35,
     "research.models": 30,
     "research.library_models": 30,
     "research.question_models": 30,
@@ -44,6 +46,7 @@ LAYERS: dict[str, int] = {
     "research.highlight": 30,
     "research.apps": 30,
     "research.migrations": 30,
+    "research.telemetry": 25,
     "research.sources": 20,
     "research.llm": 20,
     "research.engine": 10,

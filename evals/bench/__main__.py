@@ -22,6 +22,7 @@ from evals.environment import isolated_django
 
 BENCHMARKS = (
     "overhead",
+    "telemetry",
     "extraction",
     "documents",
     "library_search",
@@ -40,6 +41,13 @@ def _print_overhead(result: dict[str, Any]) -> None:
             f"{row['ratio']:.3f} (target <= {row['target_ratio']}); idle {row['idle_s']:.2f} s "
             f"({row['idle_share']:.1%}); {row['status']}, {row['operations']}"
         )
+
+
+def _print_telemetry(result: dict[str, Any]) -> None:
+    print(
+        f"  off {result['off_wall_s']} s, on {result['on_wall_s']} s: ratio {result['ratio']:.4f} "
+        f"(target <= {result['target_ratio']}); {result['spans_exported']} spans exported"
+    )
 
 
 def _print_extraction(result: dict[str, Any]) -> None:
@@ -138,6 +146,10 @@ def _run(name: str, web: Any, data_dir: Path, redis_url: str) -> dict[str, Any]:
                 measure(model_delay=0.2, latency=0.2),
             ]
         }
+    if name == "telemetry":
+        from evals.bench.telemetry import measure
+
+        return measure()
     if name == "extraction":
         from evals.bench.extraction import measure
 
@@ -169,6 +181,7 @@ def _run(name: str, web: Any, data_dir: Path, redis_url: str) -> dict[str, Any]:
 
 PRINTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "overhead": _print_overhead,
+    "telemetry": _print_telemetry,
     "extraction": _print_extraction,
     "documents": _print_documents,
     "library_search": _print_library_search,

@@ -177,15 +177,21 @@ def busy_time(operations: list[Operation]) -> float:
 
 
 def measure(
-    *, model_delay: float = 0.2, latency: float = 0.2, depth: str = "standard"
+    *,
+    model_delay: float = 0.2,
+    latency: float = 0.2,
+    depth: str = "standard",
+    observed_events: bool = False,
 ) -> dict[str, Any]:
-    """One run of ``depth`` with the delays; returns wall time, bound and ratio."""
+    """One run of ``depth`` with the delays; returns wall time, bound and ratio.
+    ``observed_events`` wraps the event sink as the worker does when telemetry is on."""
     from evals.harness import eval_owner
     from research import services
     from research.cli.run_driver import RunDriver
     from research.models import ResearchRun
     from research.sources import WebSourceAdapter
     from research.sources.config import sources_config_from_settings
+    from research.telemetry import ObservedEvents
     from research.worker.events import ChannelLayerEvents
     from research.worker.store import DjangoStore
 
@@ -200,7 +206,9 @@ def measure(
             store=DjangoStore(lease_owner=lease_owner),
             model=model,
             sources=SlowWeb(WebSourceAdapter(sources_config_from_settings()), latency, recorder),
-            events=ChannelLayerEvents(),
+            events=ObservedEvents(ChannelLayerEvents())
+            if observed_events
+            else ChannelLayerEvents(),
             clock=SystemClock(),
             max_parallel_extractions=EXTRACTIONS_AT_ONCE,
             calls_per_request=1,

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, TypeVar
 
+from research.engine import observe
+
 T = TypeVar("T")
 
 # Why no further attempt follows: the attempts are used up, the wait the policy would need is
@@ -121,8 +123,11 @@ def call_with_retries(
     sleep: Callable[[float], None] = time.sleep,
     rng: Callable[[], float] = random.random,
     window: AttemptWindow | None = None,
+    operation_name: str = "",
 ) -> T:
     """Run ``operation``, retrying the errors ``retryable`` accepts as ``policy`` says.
+
+    ``operation_name`` (search, fetch, model) names each retry for telemetry.
 
     Other errors are raised at once. ``retry_after(error)`` is the server's wait hint, if it
     gave one. When no retry follows, ``give_up(error, attempt, why)`` says what to raise:
@@ -151,5 +156,7 @@ def call_with_retries(
                     raise
                 raise failure from error
             assert wait is not None
+            if operation_name:
+                observe.observer().retried(operation_name)
             sleep(wait)
             attempt += 1

@@ -1,6 +1,8 @@
-"""Text folding and the English month names, shared by the engine, the extractive backend and
-the date reader of research/sources."""
+"""Text normalisation shared by the engine, the extractive backend and the date reader of
+research/sources: folding, the English month names, and terms — the one stop-word list, the
+light stemmer and the tokens text is matched by."""
 
+import re
 import unicodedata
 
 
@@ -33,3 +35,170 @@ MONTHS: dict[str, int] = {
     )
     for name in names
 }
+
+
+# --------------------------------------------------------------------------------------------
+# Terms: the one normalisation the engine and the extractive backend match words by
+# --------------------------------------------------------------------------------------------
+
+
+def word_set(words: str) -> frozenset[str]:
+    """The whitespace-separated words of ``words`` as a set (keeps long word lists readable)."""
+    return frozenset(words.split())
+
+
+# Words a search and a passage share without meaning anything: articles, prepositions,
+# question words, forms of "be", "do" and "have", demonstratives and a few vague quantifiers.
+# A query fingerprint folds away these and no more (guards/queries.py).
+COMMON_WORDS = word_set(
+    """a about all an and any are as at be been being between by did do does for from had has
+    have how in into is it its many me much now of on or over per some than that the their then
+    there these this those to under was were what when where which who whom whose why with"""
+)
+
+# The stop words of text matching: the common words, and pronouns, negations, modal verbs,
+# connectives and words of order and degree. Matching drops them all; a search fingerprint
+# keeps these, because "without subsidies", "not before 2020" or "more than" ask something
+# else than the same query without them.
+STOP_WORDS = COMMON_WORDS | word_set(
+    """above after again against also am aren't because before below both but can cannot could
+    doing don't down during each either etc few further having he her here hers herself him
+    himself his however i if isn't it's itself just let more most must my myself neither no nor
+    not off once only other ought our ours ourselves out own same shall she should so such
+    that's theirs them themselves there's they through thus too until up upon us very via wasn't
+    we weren't what's whether while will within without would yet you your yours yourself
+    yourselves"""
+)
+
+# Words our own question templates add; they carry no meaning a source would share.
+QUESTION_FILLER = word_set(
+    """compare compared comparison comparing differ difference differences versus vs key main
+    characteristic characteristics evidence say says known describe explain overview aspect
+    aspects respect respects term terms strength strengths weakness weaknesses well suited
+    regarding concerning important notable number amount type types kind kinds sort sorts"""
+)
+
+# Words a question and its answer often use for the same thing ("over budget" / "overrun",
+# "ridership" / "boardings"). A passage using a related word half-matches the question's word.
+_RELATED_GROUPS = (
+    "cost costs price prices spend spending spent expense expenses",
+    "budget budgets overrun overruns overspend overspent",
+    "ridership boardings passengers passenger trips journeys riders patronage",
+    "emission emissions carbon co2 greenhouse pollution",
+    "increase increased rise rose risen grow grew growth gain",
+    "decrease decreased fall fell fallen decline declined drop dropped reduce reduced cut",
+    "effect effects impact impacts consequence consequences influence",
+    "performance perform efficiency efficient",
+    "forecast forecasts projection projected predicted expected estimate estimated target promised",
+    "delay delays delayed late postponed",
+    "noise noisy loud audible sound",
+    "safety safe risk risks hazard accident accidents",
+    "employment employees workers staff jobs",
+    "revenue revenues sales income turnover",
+    "cause causes caused reason reasons driver drivers due because",
+    "change changes changed new replaced replaces revised amended introduced",
+    "apply applies applied effect effective force valid",
+    "energy electricity power consumption",
+)
+
+
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?")
+_VOWELS = set("aeiouy")
+
+
+def stem(word: str) -> str:
+    """A light English suffix stripper: enough for "running"/"runs"/"run" and "costs"/"cost"
+    to meet, cautious enough to leave short words and names alone."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix, replacement in (
+        ("ies", "y"),
+        ("ied", "y"),
+        ("sses", "ss"),
+        ("ness", ""),
+        ("ations", ""),
+        ("ation", ""),
+        ("ances", ""),
+        ("ance", ""),
+        ("ments", "ment"),
+        ("ings", ""),
+        ("ing", ""),
+        ("edly", ""),
+        ("ed", ""),
+        ("ly", ""),
+        ("es", "e"),
+        ("s", ""),
+    ):
+        if not word.endswith(suffix):
+            continue
+        if suffix == "ly" and (word.endswith("ply") or word[-3] in "ai" or len(word) < 6):
+            # apply, supply and reply are verbs, family and Italy nouns, early an adverb
+            # with no shorter form.
+            continue
+        base = word[: len(word) - len(suffix)] + replacement
+        if suffix == "s" and word.endswith(("ss", "us", "is")):
+            return word
+        if len(base) < 3 or not (_VOWELS & set(base)):
+            return word
+        if suffix.startswith(("ation", "ance")) and len(base) < 5:
+            # "station", "nation", "balance" are words of their own, not derived forms.
+            return word
+        doubled = len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz"
+        if suffix in ("ing", "ings", "ed", "edly") and doubled:
+            # running -> runn -> run; "ll"/"ss"/"zz" stay (falling -> fall)
+            base = base[:-1]
+        return base
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """Folded word and number tokens of ``text`` (thousands separators removed from numbers)."""
+    found = []
+    for token in _TOKEN.findall(fold(text)):
+        if token[0].isdigit():
+            token = re.sub(r"(?<=\d),(?=\d{3}\b)", "", token)
+        elif token.endswith("'s"):
+            token = token[:-2]
+        found.append(token)
+    return found
+
+
+def content_terms(text: str, *, drop: frozenset[str] = frozenset()) -> list[str]:
+    """Stemmed content terms of ``text`` in order: stop words and ``drop`` words removed."""
+    terms = []
+    for token in tokens(text):
+        if token in STOP_WORDS or token in drop or (len(token) == 1 and not token.isdigit()):
+            continue
+        terms.append(stem(token))
+    return terms
+
+
+def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> list[str]:
+    """Unstemmed content words of ``text`` in their original spelling, for search queries."""
+    words = []
+    seen: set[str] = set()
+    for match in re.finditer(r"[\w][\w'’.-]*[\w]|\w", text):
+        word = match.group(0).strip(".")
+        folded = fold(word)
+        if not word or folded in STOP_WORDS or folded in drop or folded in seen:
+            continue
+        seen.add(folded)
+        words.append(word)
+    return words
+
+
+def _related_index() -> dict[str, frozenset[str]]:
+    index: dict[str, set[str]] = {}
+    for group in _RELATED_GROUPS:
+        stems = {stem(word) for word in group.split()}
+        for item in stems:
+            index.setdefault(item, set()).update(stems - {item})
+    return {key: frozenset(value) for key, value in index.items()}
+
+
+RELATED_TERMS = _related_index()
+
+
+def related_terms(term: str) -> frozenset[str]:
+    """Stemmed terms that often stand for ``term`` in an answer (empty when none are known)."""
+    return RELATED_TERMS.get(term, frozenset())

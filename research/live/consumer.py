@@ -22,6 +22,7 @@ from django.db.models import Count, Max
 from django.http import Http404
 from pydantic import TypeAdapter, ValidationError
 
+from research import telemetry
 from research.engine.contracts import ProgressEvent
 from research.engine.states import is_terminal
 from research.models import ResearchRun, ResearchSource, ResearchStep
@@ -66,6 +67,8 @@ class RunConsumer(AsyncWebsocketConsumer):
         self.seen: tuple[Any, ...] | None = None
         self.joined = False
         await self.accept()
+        self.counted = True
+        telemetry.websocket_opened()
         # Join first, then read the database: an event sent in between is not lost.
         await self.channel_layer.group_add(self.group, self.channel_name)
         self.joined = True
@@ -73,6 +76,9 @@ class RunConsumer(AsyncWebsocketConsumer):
         self.checker = asyncio.ensure_future(self._check_periodically())
 
     async def disconnect(self, code: int) -> None:
+        if getattr(self, "counted", False):
+            self.counted = False
+            telemetry.websocket_closed()
         for task in (self.flusher, getattr(self, "checker", None)):
             if task is not None:
                 task.cancel()

@@ -11,7 +11,7 @@ topics the question does not name. The web searches for each sub-question are wo
 import re
 from dataclasses import dataclass, field
 
-from research.llm.text import QUESTION_FILLER, content_terms, fold, word_set
+from research.engine.text import QUESTION_FILLER, content_terms, fold, word_set
 
 _WH = r"(?:what|why|how|when|where|who|whom|whose|which|whether)"
 _AUX = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|might|may)"

@@ -6,7 +6,7 @@ each question still lacking evidence and reads the best unread search results by
 rank, preferring sites not yet used for a question; the extractor quotes the most relevant,
 mutually different passages of a snapshot verbatim (:mod:`research.llm.selection`); the
 synthesizer groups the quotations by question and states the gaps
-(:mod:`research.llm.extractive_report`). Every call is deterministic and counts as one model
+(:mod:`research.engine.quoted_report`). Every call is deterministic and counts as one model
 call with zero tokens.
 """
 
@@ -35,17 +35,18 @@ from research.engine.contracts import (
 )
 from research.engine.guards import fingerprint_query
 from research.engine.ports import ModelResult
-from research.llm.decompose import Decomposition, SubQuestion, decompose
-from research.llm.extractive_report import write_extractive_report
-from research.llm.question_terms import (
+from research.engine.question_terms import (
+    SUPPORTS_RELEVANCE,
     TermWeights,
     answer_type_terms,
     question_terms,
     related_matches,
 )
+from research.engine.quoted_report import write_extractive_report
+from research.engine.text import content_terms
+from research.llm.decompose import Decomposition, SubQuestion, decompose
 from research.llm.search_queries import search_queries
-from research.llm.selection import SUPPORTS_RELEVANCE, QuestionText, select_passages
-from research.llm.text import content_terms
+from research.llm.selection import QuestionText, select_passages
 
 QUESTION_LIMITS = {"quick": 4, "standard": 6, "thorough": 8}
 MAX_ACTIONS = 3

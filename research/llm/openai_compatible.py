@@ -446,6 +446,7 @@ class OpenAICompatibleClient:
             retry_after=_asked_wait,
             give_up=give_up,
             sleep=self._sleep,
+            operation_name="model",
         )
 
     def _answer(

@@ -7,7 +7,7 @@ the overall objective (see its docstring). The plan itself is :mod:`research.llm
 
 import re
 
-from research.llm.text import QUESTION_FILLER, fold, keywords, stem
+from research.engine.text import QUESTION_FILLER, fold, keywords, stem
 
 _QUERY_WORDS = 10
 _QUERY_DROP = QUESTION_FILLER | {"known", "case", "context", "number", "amount", "since"}

@@ -18,7 +18,7 @@ overlap, so near-duplicates do not crowd out new facts.
 With the snapshot's block map, passages never run from one block of the page into the next
 (a table is quoted as its rows, with the breaks between them), and code blocks are not quoted:
 a report of quotations states findings in prose, and a code sample is no statement of fact.
-What a question asks about and the term weights are :mod:`research.llm.question_terms`.
+What a question asks about and the term weights are :mod:`research.engine.question_terms`.
 """
 
 import math
@@ -30,9 +30,11 @@ import bm25s
 
 from research.engine.contracts import EXCERPT_MAX_CHARS, Block
 from research.engine.planted import is_planted
-from research.llm.question_terms import (
+from research.engine.question_terms import (
     _QUANTITY,
     _TAKES_EFFECT,
+    NEAR_DUPLICATE,
+    SUPPORTS_RELEVANCE,
     TermWeights,
     answer_shape_bonus,
     answer_type_terms,
@@ -49,9 +51,7 @@ from research.llm.text import (
 )
 
 MIN_RELEVANCE = 0.4
-SUPPORTS_RELEVANCE = 0.5
 STRONG_RELEVANCE = 0.7
-NEAR_DUPLICATE = 0.6
 _MMR_LAMBDA = 0.7
 _TITLE_CREDIT = 0.6
 _HEADING_CREDIT = 0.5

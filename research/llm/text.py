@@ -1,4 +1,4 @@
-"""Plain-text tools for the extractive backend: terms, a light stemmer and a segmenter that cuts
+"""Plain-text tools for the extractive backend: a segmenter that cuts
 a snapshot into sentences, list items, headings, tables and code while keeping exact character
 offsets.
 
@@ -15,142 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from research.engine.contracts import Block
-from research.engine.text import fold
-
-
-def word_set(words: str) -> frozenset[str]:
-    """The whitespace-separated words of ``words`` as a set (keeps long word lists readable)."""
-    return frozenset(words.split())
-
-
-STOP_WORDS = word_set(
-    """a about above after again against all also am an and any are aren't as at be because been
-    before being below between both but by can cannot could did do does doing don't down during
-    each either etc few for from further had has have having he her here hers herself him himself
-    his how however i if in into is isn't it it's its itself just let many me more most much must my
-    myself neither no nor not now of off on once only or other ought our ours ourselves out over
-    own per same shall she should so some such than that that's the their theirs them themselves
-    then there there's these they this those through thus to too under until up upon us very via
-    was wasn't we were weren't what what's when where whether which while who whom whose why will
-    with within without would yet you your yours yourself yourselves"""
-)
-
-# Words our own question templates add; they carry no meaning a source would share.
-QUESTION_FILLER = word_set(
-    """compare compared comparison comparing differ difference differences versus vs key main
-    characteristic characteristics evidence say says known describe explain overview aspect
-    aspects respect respects term terms strength strengths weakness weaknesses well suited
-    regarding concerning important notable number amount type types kind kinds sort sorts"""
-)
-
-# Words a question and its answer often use for the same thing ("over budget" / "overrun",
-# "ridership" / "boardings"). A passage using a related word half-matches the question's word.
-_RELATED_GROUPS = (
-    "cost costs price prices spend spending spent expense expenses",
-    "budget budgets overrun overruns overspend overspent",
-    "ridership boardings passengers passenger trips journeys riders patronage",
-    "emission emissions carbon co2 greenhouse pollution",
-    "increase increased rise rose risen grow grew growth gain",
-    "decrease decreased fall fell fallen decline declined drop dropped reduce reduced cut",
-    "effect effects impact impacts consequence consequences influence",
-    "performance perform efficiency efficient",
-    "forecast forecasts projection projected predicted expected estimate estimated target promised",
-    "delay delays delayed late postponed",
-    "noise noisy loud audible sound",
-    "safety safe risk risks hazard accident accidents",
-    "employment employees workers staff jobs",
-    "revenue revenues sales income turnover",
-    "cause causes caused reason reasons driver drivers due because",
-    "change changes changed new replaced replaces revised amended introduced",
-    "apply applies applied effect effective force valid",
-    "energy electricity power consumption",
-)
-
-
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?")
-_VOWELS = set("aeiouy")
-
-
-def stem(word: str) -> str:
-    """A light English suffix stripper: enough for "running"/"runs"/"run" and "costs"/"cost"
-    to meet, cautious enough to leave short words and names alone."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    for suffix, replacement in (
-        ("ies", "y"),
-        ("ied", "y"),
-        ("sses", "ss"),
-        ("ness", ""),
-        ("ations", ""),
-        ("ation", ""),
-        ("ances", ""),
-        ("ance", ""),
-        ("ments", "ment"),
-        ("ings", ""),
-        ("ing", ""),
-        ("edly", ""),
-        ("ed", ""),
-        ("ly", ""),
-        ("es", "e"),
-        ("s", ""),
-    ):
-        if not word.endswith(suffix):
-            continue
-        if suffix == "ly" and (word.endswith("ply") or word[-3] in "ai" or len(word) < 6):
-            # apply, supply and reply are verbs, family and Italy nouns, early an adverb
-            # with no shorter form.
-            continue
-        base = word[: len(word) - len(suffix)] + replacement
-        if suffix == "s" and word.endswith(("ss", "us", "is")):
-            return word
-        if len(base) < 3 or not (_VOWELS & set(base)):
-            return word
-        if suffix.startswith(("ation", "ance")) and len(base) < 5:
-            # "station", "nation", "balance" are words of their own, not derived forms.
-            return word
-        doubled = len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz"
-        if suffix in ("ing", "ings", "ed", "edly") and doubled:
-            # running -> runn -> run; "ll"/"ss"/"zz" stay (falling -> fall)
-            base = base[:-1]
-        return base
-    return word
-
-
-def tokens(text: str) -> list[str]:
-    """Folded word and number tokens of ``text`` (thousands separators removed from numbers)."""
-    found = []
-    for token in _TOKEN.findall(fold(text)):
-        if token[0].isdigit():
-            token = re.sub(r"(?<=\d),(?=\d{3}\b)", "", token)
-        elif token.endswith("'s"):
-            token = token[:-2]
-        found.append(token)
-    return found
-
-
-def content_terms(text: str, *, drop: frozenset[str] = frozenset()) -> list[str]:
-    """Stemmed content terms of ``text`` in order: stop words and ``drop`` words removed."""
-    terms = []
-    for token in tokens(text):
-        if token in STOP_WORDS or token in drop or (len(token) == 1 and not token.isdigit()):
-            continue
-        terms.append(stem(token))
-    return terms
-
-
-def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> list[str]:
-    """Unstemmed content words of ``text`` in their original spelling, for search queries."""
-    words = []
-    seen: set[str] = set()
-    for match in re.finditer(r"[\w][\w'’.-]*[\w]|\w", text):
-        word = match.group(0).strip(".")
-        folded = fold(word)
-        if not word or folded in STOP_WORDS or folded in drop or folded in seen:
-            continue
-        seen.add(folded)
-        words.append(word)
-    return words
-
+from research.engine.text import STOP_WORDS, content_terms, fold, word_set
 
 # --------------------------------------------------------------------------------------------
 # Segmentation
@@ -442,23 +307,6 @@ def _table_segments(
                 segments.append(Segment(*sentence, "item", paragraph, heading))
     close_table()
     return segments
-
-
-def _related_index() -> dict[str, frozenset[str]]:
-    index: dict[str, set[str]] = {}
-    for group in _RELATED_GROUPS:
-        stems = {stem(word) for word in group.split()}
-        for item in stems:
-            index.setdefault(item, set()).update(stems - {item})
-    return {key: frozenset(value) for key, value in index.items()}
-
-
-RELATED_TERMS = _related_index()
-
-
-def related_terms(term: str) -> frozenset[str]:
-    """Stemmed terms that often stand for ``term`` in an answer (empty when none are known)."""
-    return RELATED_TERMS.get(term, frozenset())
 
 
 _DEFINED_ABBREVIATION = re.compile(r"((?:[^\W\d_][\w'-]*\s+){1,8})\(([A-Z][A-Za-z0-9]{1,9})\)")

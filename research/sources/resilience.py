@@ -77,6 +77,7 @@ def call_with_retries(
     rng: Callable[[], float] = random.random,
     describe: str = "The request",
     window: AttemptWindow | None = None,
+    operation_name: str = "",
 ) -> T:
     """Run ``operation``; retry only retryable ``AcquisitionError``s, at most ``policy.max_attempts`` times.
 
@@ -126,4 +127,5 @@ def call_with_retries(
         sleep=sleep,
         rng=rng,
         window=window,
+        operation_name=operation_name,
     )

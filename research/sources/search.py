@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from research.engine import observe
 from research.engine.contracts import ScholarlyMetadata, SearchCandidate, SourcePolicy
 from research.engine.urls import (
     InvalidPolicyEntry,
@@ -112,7 +113,9 @@ class SearchService:
                 max_workers=min(4, len(names)), thread_name_prefix="search"
             ) as pool:
                 futures = {
-                    name: pool.submit(self._provider_hits, name, query, policy, limit)
+                    name: pool.submit(
+                        observe.carry_context(self._provider_hits), name, query, policy, limit
+                    )
                     for name in names
                 }
                 for name, future in futures.items():
@@ -150,7 +153,21 @@ class SearchService:
     def _provider_hits(
         self, name: str, query: str, policy: SourcePolicy, limit: int
     ) -> list[SearchHit]:
-        """All calls one provider makes for this search, site-restricted ones first."""
+        """All calls one provider makes for this search, site-restricted ones first, timed
+        for telemetry (by provider name, never the query)."""
+        started = time.monotonic()
+        outcome = "error"
+        with observe.observer().span("research.search.provider", {"provider": name}):
+            try:
+                hits = self._collect_hits(name, query, policy, limit)
+                outcome = "ok"
+                return hits
+            finally:
+                observe.observer().timed("search", name, time.monotonic() - started, outcome)
+
+    def _collect_hits(
+        self, name: str, query: str, policy: SourcePolicy, limit: int
+    ) -> list[SearchHit]:
         provider = self._providers[name]
         excluded = tuple(_sites(policy.excluded_domains, exact=True))
         site_requests: list[SearchRequest] = []
@@ -193,6 +210,7 @@ class SearchService:
             sleep=self._sleep,
             rng=self._rng,
             describe=f"{provider.label} search",
+            operation_name="search",
         )
 
     def _all_failed(self, errors: dict[str, SourceError]) -> SourceError:

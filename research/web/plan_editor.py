@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from research.engine.contracts import ResearchPlan, SourcePolicy
 from research.web.forms import MAX_PLAN_QUESTIONS, PlanForm, QuestionForm, QuestionFormSet
 
 QUESTION_PREFIX = "q"
@@ -48,71 +49,67 @@ def _lines_text(values: list[str] | None) -> str:
     return "\n".join(values or [])
 
 
+def base_plan_value(plan: ResearchPlan | None) -> str:
+    """The plan an editor starts from, as its hidden ``base_plan`` field carries it."""
+    return json.dumps(plan.model_dump(mode="json") if plan else {}, sort_keys=True)
+
+
 def plan_initial(
-    plan: dict[str, Any],
+    plan: ResearchPlan,
     version: int,
     *,
     extra_sections: tuple[str, ...] = (),
-    policy: dict[str, Any] | None = None,
+    policy: SourcePolicy | None = None,
 ) -> dict[str, Any]:
     """The editor's initial values for a stored plan; ``extra_sections`` (a report template's)
     are added to the deliverable when the plan lacks them."""
-    scope = plan.get("scope") or {}
-    timeframe = scope.get("timeframe") or {}
-    deliverable = plan.get("deliverable") or {}
-    sections = list(deliverable.get("requested_sections") or [])
+    scope = plan.scope
+    timeframe = scope.timeframe
+    sections = list(plan.deliverable.requested_sections)
     present = {section.casefold() for section in sections}
     sections += [s for s in extra_sections if s.casefold() not in present]
+    policy = policy or SourcePolicy()
     return {
         "plan_version": version,
-        "base_plan": json.dumps(plan, sort_keys=True),
-        "objective": plan.get("objective", ""),
-        "audience": plan.get("audience") or "",
-        "assumptions": _lines_text(plan.get("assumptions")),
-        "included_topics": _lines_text(scope.get("included_topics")),
-        "excluded_topics": _lines_text(scope.get("excluded_topics")),
-        "geographies": _lines_text(scope.get("geographies")),
-        "timeframe_start": timeframe.get("start") or "",
-        "timeframe_end": timeframe.get("end") or "",
+        "base_plan": base_plan_value(plan),
+        "objective": plan.objective,
+        "audience": plan.audience or "",
+        "assumptions": _lines_text(plan.assumptions),
+        "included_topics": _lines_text(scope.included_topics),
+        "excluded_topics": _lines_text(scope.excluded_topics),
+        "geographies": _lines_text(scope.geographies),
+        "timeframe_start": (timeframe.start if timeframe else None) or "",
+        "timeframe_end": (timeframe.end if timeframe else None) or "",
         "sections": _lines_text(sections),
-        "decision_or_outcome": deliverable.get("decision_or_outcome") or "",
-        "contradictions_allowed": (plan.get("completion_criteria") or {}).get(
-            "unresolved_contradictions_allowed", True
-        ),
-        "source_mode": (policy or {}).get("mode", "full_web"),
-        "domains": _lines_text((policy or {}).get("domains")),
-        "excluded_domains": _lines_text((policy or {}).get("excluded_domains")),
+        "decision_or_outcome": plan.deliverable.decision_or_outcome or "",
+        "contradictions_allowed": plan.completion_criteria.unresolved_contradictions_allowed,
+        "source_mode": policy.mode,
+        "domains": _lines_text(policy.domains),
+        "excluded_domains": _lines_text(policy.excluded_domains),
     }
 
 
-def questions_initial(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    required = set((plan.get("completion_criteria") or {}).get("required_question_ids") or [])
-    rows = []
-    for question in plan.get("questions") or []:
-        priority = question.get("priority", "required")
-        if question.get("id") in required:
-            priority = "required"
-        rows.append(
-            {
-                "id": question.get("id", ""),
-                "text": question.get("text", ""),
-                "priority": priority,
-                "requires_primary": bool(question.get("requires_primary")),
-                "rationale": question.get("rationale", ""),
-                "preferred_source_classes": ",".join(
-                    question.get("preferred_source_classes") or []
-                ),
-            }
-        )
-    return rows
+def questions_initial(plan: ResearchPlan) -> list[dict[str, Any]]:
+    required = set(plan.completion_criteria.required_question_ids)
+    return [
+        {
+            "id": question.id,
+            "text": question.text,
+            "priority": "required" if question.id in required else question.priority,
+            "requires_primary": question.requires_primary,
+            "rationale": question.rationale,
+            "preferred_source_classes": ",".join(question.preferred_source_classes),
+        }
+        for question in plan.questions
+    ]
 
 
 def plan_editor_for(
-    plan: dict[str, Any],
+    plan: ResearchPlan,
     version: int,
     *,
     extra_sections: tuple[str, ...] = (),
-    policy: dict[str, Any] | None = None,
+    policy: SourcePolicy | None = None,
 ) -> PlanEditor:
     """An unbound editor showing a stored plan and the run's source policy."""
     return PlanEditor(
@@ -210,7 +207,7 @@ def _next_question_id(used: set[str]) -> str:
     return f"q{number}"
 
 
-def plan_from_editor(editor: PlanEditor, *, current: dict[str, Any]) -> dict[str, Any]:
+def plan_from_editor(editor: PlanEditor, *, current: ResearchPlan | None) -> dict[str, Any]:
     """The plan (``ResearchPlan`` JSON) a valid editor describes. Fields the editor does not
     show are kept from ``current``."""
     data = editor.form.cleaned_data
@@ -236,13 +233,13 @@ def plan_from_editor(editor: PlanEditor, *, current: dict[str, Any]) -> dict[str
     timeframe = None
     if data["timeframe_start"] or data["timeframe_end"]:
         timeframe = {"start": data["timeframe_start"] or None, "end": data["timeframe_end"] or None}
-    deliverable = dict(current.get("deliverable") or {})
+    deliverable = current.deliverable.model_dump(mode="json") if current else {}
     deliverable.update(
         requested_sections=data["sections"],
         decision_or_outcome=data["decision_or_outcome"].strip() or None,
     )
     return {
-        "schema_version": current.get("schema_version", 1),
+        "schema_version": current.schema_version if current else 1,
         "objective": data["objective"].strip(),
         "audience": data["audience"].strip() or None,
         "assumptions": data["assumptions"],

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from research.web import libraries, questions, reports, views
+from research.web import libraries, questions, reports, usage, views
 
 app_name = "research"
 
@@ -29,6 +29,10 @@ def _question_paths(prefix: str, name_prefix: str) -> list:
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("new/", views.run_new, name="run_new"),
+    path("usage/", usage.usage, name="usage"),
+    path("usage.csv", usage.usage_csv, name="usage_csv"),
+    path("usage/team/<int:team_id>/", usage.usage, name="team_usage"),
+    path("usage/team/<int:team_id>.csv", usage.usage_csv, name="team_usage_csv"),
     path("new/hints/", views.composer_hints, name="composer_hints"),
     path("runs/<uuid:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<uuid:run_id>/plan/", views.run_plan, name="run_plan"),

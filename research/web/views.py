@@ -25,6 +25,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from research import services
+from research.engine.contracts import ResearchPlan
 from research.engine.plans import describe_plan_changes
 from research.engine.states import Control, RunStatus
 from research.models import ResearchRun, ResearchSource
@@ -47,9 +48,9 @@ from research.web.forms import (
 from research.web.plan_editor import (
     EditorOperation,
     PlanEditor,
+    base_plan_value,
     plan_editor_apply,
     plan_editor_bound,
-    plan_editor_for,
     plan_from_editor,
 )
 from research.web.workspace import (
@@ -248,7 +249,7 @@ def _plan_save(run: ResearchRun, editor: PlanEditor, *, approve: bool) -> tuple[
         raise RunActionError(" ".join(exc.messages)) from None
     return services.plan_save(
         run=run,
-        plan=plan_from_editor(editor, current=run.plan or {}),
+        plan=plan_from_editor(editor, current=run.plan_contract),
         expected_version=editor.form.cleaned_data["plan_version"],
         source_policy=policy,
         approve=approve,
@@ -273,14 +274,13 @@ def _plan_conflict(
     the plan, and base the form on the current version so they can decide and save again."""
     run.refresh_from_db()
     base = editor.form.cleaned_data.get("base_plan") or plan_from_editor(
-        editor, current=run.plan or {}
+        editor, current=run.plan_contract
     )
     changes = describe_plan_changes(base, conflict.current_plan or {})
     data = request.POST.copy()
     data["plan_version"] = str(conflict.current)
-    data["base_plan"] = plan_editor_for(conflict.current_plan or {}, conflict.current).form.initial[
-        "base_plan"
-    ]
+    current = conflict.current_plan
+    data["base_plan"] = base_plan_value(ResearchPlan.model_validate(current) if current else None)
     return _plan_response(
         request,
         run,

@@ -336,10 +336,10 @@ def plan_context(
     editable = run.status == RunStatus.AWAITING_APPROVAL and can_edit_run(request.user, run)
     if editable and editor is None and run.plan:
         editor = plan_editor_for(
-            run.plan,
+            run.plan_contract,
             run.plan_version,
             extra_sections=template_sections(run.report_template),
-            policy=run.source_policy,
+            policy=run.policy_contract,
         )
     plan = run.plan_contract
     required = set(plan.completion_criteria.required_question_ids) if plan else set()

@@ -21,6 +21,8 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 from dramatiq.middleware import TimeLimitExceeded
 
+from research import telemetry
+from research.engine import observe
 from research.engine.ports import LeaseLost, ModelClient, SystemClock, Verifier
 from research.engine.run.orchestrator import Orchestrator
 from research.engine.states import RunStatus, is_terminal
@@ -57,7 +59,7 @@ def build_orchestrator(
         store=DjangoStore(lease_owner=lease_owner),
         model=client,
         sources=WebSourceAdapter(sources_config_from_settings(), documents=LibraryCatalog()),
-        events=ChannelLayerEvents(),
+        events=telemetry.ObservedEvents(ChannelLayerEvents()),
         clock=SystemClock(),
         # A backend with a language model verifies findings; the extractive one is no Verifier.
         verifier=client if isinstance(client, Verifier) else None,
@@ -83,6 +85,13 @@ def configured_model_client() -> ModelClient:
 @dramatiq.actor(queue_name="research", max_retries=3, min_backoff=5_000, time_limit=_TIME_LIMIT_MS)
 def advance_run(run_id: str) -> None:
     """Advance one run as far as it can go without a person; safe to run twice."""
+    # Log lines and spans of this attempt name the run. Spans leave in the background
+    # (batched every few seconds, and at exit), never holding up the next message.
+    with observe.working_on(run_id):
+        _advance(run_id)
+
+
+def _advance(run_id: str) -> None:
     run = ResearchRun.objects.filter(pk=run_id).first()
     if run is None or is_terminal(run.status):
         return
@@ -94,6 +103,7 @@ def advance_run(run_id: str) -> None:
         with Heartbeat(run_id, owner):
             _advance_claimed(run_id, owner)
     except LeaseLost as exc:
+        telemetry.lease_lost()
         logger.info("Stopped work on run %s: %s", run_id, exc)
     except (Exception, TimeLimitExceeded) as exc:
         _count_crash(run_id, owner, exc)

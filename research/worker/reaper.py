@@ -52,12 +52,14 @@ def reap_once() -> list[str]:
     ended in an error (one not yet counted out); returns their ids."""
     # Imported here: actors pull in the whole research stack (and the models), which must not
     # load while Dramatiq is still building the broker this middleware belongs to.
+    from research import telemetry
     from research.models import ResearchRun
     from research.worker.actors import advance_run, answer_question
     from research.worker.answers import stale_turns
     from research.worker.leases import stale_runs
 
     found = stale_runs()
+    telemetry.reaped(len(found))
     crashed = dict(
         ResearchRun.objects.filter(pk__in=found, worker_attempts__gt=0).values_list(
             "pk", "worker_attempts"

@@ -22,6 +22,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from research import telemetry
 from research.engine.contracts import (
     Block,
     Budget,
@@ -254,9 +255,10 @@ class DjangoStore:
         usage: Usage | None = None,
         error: str = "",
     ) -> None:
-        step = ResearchStep.objects.only("run_id").get(pk=step_id)
+        step = ResearchStep.objects.only("run_id", "kind").get(pk=step_id)
         with self._write(str(step.run_id)):
             self._finish_step(step_id, status=status, summary=summary, usage=usage, error=error)
+        telemetry.step_finished(step.kind, status)
 
     def _finish_step(
         self,
@@ -335,6 +337,7 @@ class DjangoStore:
                 usage=usage,
                 output=output,
             )
+        telemetry.step_finished("search", "succeeded")
         return [_source_record(source) for source in recorded]
 
     def list_sources(self, run_id: str) -> list[SourceRecord]:

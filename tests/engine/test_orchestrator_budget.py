@@ -38,7 +38,8 @@ from research.engine.run.orchestrator import Orchestrator
 from research.engine.states import RunStatus
 from tests.engine.clock import FakeClock
 from tests.engine.factories import make_document
-from tests.engine.fakes import MemoryEvents, MemoryStore, MemoryWeb, cite_everything
+from tests.engine.fakes import MemoryEvents, MemoryWeb, cite_everything
+from tests.engine.memory_store import MemoryStore
 
 RUN = "run-1"
 PLAN = ResearchPlan(

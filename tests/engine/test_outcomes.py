@@ -33,7 +33,8 @@ from research.engine.states import Control, RunStatus
 from research.llm.extractive import ExtractiveModelClient
 from tests.engine.clock import FakeClock
 from tests.engine.factories import make_evidence, make_source
-from tests.engine.fakes import MemoryEvents, MemoryStore, MemoryWeb, RuleModel, cite_everything
+from tests.engine.fakes import MemoryEvents, MemoryWeb, RuleModel, cite_everything
+from tests.engine.memory_store import MemoryStore
 from tests.engine.test_orchestrator import INSEE, PRESS, RUN, build
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")

@@ -32,7 +32,8 @@ from research.engine.ports import AcquisitionError
 from research.engine.review import finalize_report
 from tests.engine.clock import FakeClock
 from tests.engine.factories import make_candidate, make_document, make_plan
-from tests.engine.fakes import MemoryStore, MemoryWeb
+from tests.engine.fakes import MemoryWeb
+from tests.engine.memory_store import MemoryStore
 
 RUN = "run-1"
 OFFICIAL = "https://insee.fr/en/gdp-2023"

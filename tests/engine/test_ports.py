@@ -17,7 +17,8 @@ from research.engine.ports import (
 from research.engine.states import RunStatus
 from tests.engine.clock import FakeClock
 from tests.engine.factories import make_document
-from tests.engine.fakes import MemoryEvents, MemoryStore, MemoryWeb
+from tests.engine.fakes import MemoryEvents, MemoryWeb
+from tests.engine.memory_store import MemoryStore
 
 
 def test_acquisition_error_reads_as_its_reason() -> None:

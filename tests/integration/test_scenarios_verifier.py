@@ -22,8 +22,8 @@ from research.engine.contracts import (
     SynthesisRequest,
     VerificationRequest,
 )
+from research.engine.quoted_report import write_extractive_report
 from research.engine.review import UNVERIFIED_LABEL
-from research.llm.extractive_report import write_extractive_report
 from research.llm.scripted import ScriptedModelClient
 from research.models import ResearchRun
 from tests.integration.scripted import advance, approved_run, steps, use_scripted_model

@@ -52,6 +52,13 @@ def wait_for(condition: Callable[[], bool], *, seconds: float, what: str) -> Non
 @pytest.fixture
 def start_worker(web, tmp_path) -> Iterator[Callable[[str], subprocess.Popen]]:
     """Start `manage.py rundramatiq` processes wired to the test database and the frozen web."""
+    yield from worker_starter(web, tmp_path)
+
+
+def worker_starter(
+    web, tmp_path: Path, extra_env: dict[str, str] | None = None
+) -> Iterator[Callable[[str], subprocess.Popen]]:
+    """The body of ``start_worker``, for fixtures that add variables (``extra_env``)."""
     overrides = web.django_settings()
     db = connection.settings_dict
     env = {
@@ -68,6 +75,7 @@ def start_worker(web, tmp_path) -> Iterator[Callable[[str], subprocess.Popen]]:
         "RESEARCH_SEARCH_PROVIDER_INTERVAL": "0",
         "RESEARCH_LEASE_SECONDS": "10",
         "RESEARCH_REAPER_INTERVAL_SECONDS": "1",
+        **(extra_env or {}),
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)
     workers: list[subprocess.Popen] = []

@@ -1,5 +1,5 @@
 def test_alike_excerpts_with_different_figures_are_both_shown() -> None:
-    from research.llm.extractive_report import _group_near_duplicates
+    from research.engine.quoted_report import _group_near_duplicates
     from tests.llm.factories import make_evidence
 
     text = "The Solvik heat pump market was worth SVC {} billion in 2023."
@@ -46,7 +46,7 @@ def test_details_announced_by_a_relevant_sentence_are_quoted_too() -> None:
 
 
 def test_stemming_keeps_verbs_ending_in_ply() -> None:
-    from research.llm.text import stem
+    from research.engine.text import stem
 
     assert {stem(w) for w in ("apply", "applies", "applied", "applying")} == {"apply"}
     assert stem("supply") == "supply" and stem("quickly") == "quick"

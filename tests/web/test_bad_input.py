@@ -149,6 +149,7 @@ def real_values(owner, team) -> dict[str, str]:
         "membership_id": str(membership.pk),
         "token_id": str(api_token.pk),
         "hook_id": str(hook.pk),
+        "team_id": str(team.pk),
         "topic_id": str(topic.pk),
         "turn_id": str(turn.pk),
         "app_label": "research",

@@ -212,8 +212,12 @@ def test_research_from_question_to_exported_report(page, tmp_path):
     questions.nth(before).fill(NEW_QUESTION)
     page.evaluate("window.stillTheSamePage = true")
     rows_before = page.locator("#run-timeline li.step").count()
-    page.click("button:has-text('Approve and start research')")
-    page.wait_for_selector("text=Plan approved")
+    # The approval's own answer carries the notice (asserted on the response: a quick run's
+    # live update may already have re-rendered the plan section by the time it is looked for).
+    with page.expect_response(lambda r: r.request.method == "POST" and "/plan" in r.url) as answer:
+        page.click("button:has-text('Approve and start research')")
+    assert answer.value.status == 200
+    assert "Plan approved" in answer.value.text()
 
     # At least three new timeline rows appear live, without a reload.
     page.locator("#run-timeline li.step").nth(rows_before + 2).wait_for()

@@ -3,17 +3,15 @@
 import re
 from dataclasses import dataclass
 
-from research.engine.text import fold
+from research.engine.text import COMMON_WORDS, fold, word_set
 
-# Words that never change what a search asks for.
-_STOP_WORDS_TEXT = """
-    a an the of in on for to and or at by with from about as into over under between
-    what which who whom whose when where why how is are was were be been being do does did
-    has have had its it this that these those there their than then vs versus per
-    latest current recent recently now today much many some any all please find search
-    show tell me give
-"""
-_STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+# Words that never change what a search asks for: the common words every text match drops,
+# and the words of a request to a search engine. Pronouns, negations and words of order stay
+# (see ``research.engine.text.STOP_WORDS``).
+_SEARCH_REQUEST_WORDS = word_set(
+    "latest current recent recently today please find search show tell give versus vs"
+)
+_STOP_WORDS = COMMON_WORDS | _SEARCH_REQUEST_WORDS
 _OPERATOR = re.compile(
     r"(?<!\S)(-?)(site|inurl|intitle|filetype|before|after):(\S+)", re.IGNORECASE
 )

@@ -171,7 +171,7 @@ class Deciding(Phase):
             allowance = self._meter.allowance(brief.model_dump_json(), "decide")
             try:
                 result = self._meter.call(
-                    run.ledger, key, allowance, lambda: self._model.decide(brief)
+                    run.ledger, key, allowance, lambda: self._model.decide(brief), kind="decide"
                 )
             except BudgetRefused as refusal:
                 return budget_halt(refusal)

@@ -5,6 +5,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal
 
+from research.engine import observe
 from research.engine.contracts import (
     ReadAction,
     SearchCandidate,
@@ -144,7 +145,10 @@ class Execution(Phase):
             run.id, step.id, "search", f"Searching “{display_text(query, 120)}”"
         )
         future = pool.submit(
-            self._sources.discover, query, policy=run.policy, limit=self._search_results
+            observe.carry_context(self._sources.discover),
+            query,
+            policy=run.policy,
+            limit=self._search_results,
         )
         return step, future
 
@@ -307,7 +311,7 @@ class Execution(Phase):
         job = Fetch(step=step, source=source, max_bytes=max_bytes)
         if source.status == "candidate":
             job.future = pool.submit(
-                self._sources.acquire,
+                observe.carry_context(self._sources.acquire),
                 source.url,
                 policy=run.policy,
                 max_bytes=max_bytes,

@@ -57,7 +57,8 @@ class Extraction(Phase):
                     _S.RESEARCHING,
                     f"Extracting evidence from {domain}",
                 )
-                calls.append((job, key, pool.submit(self._model.extract, request), request))
+                extract = self._meter.traced("extract", self._model.extract)
+                calls.append((job, key, pool.submit(extract, request), request))
             for job, key, future, request in calls:
                 self._finish_extraction(run, batch, job, key, future, request)
             pending = deferred
@@ -102,7 +103,7 @@ class Extraction(Phase):
         assert job.document is not None
         domain = job.source.domain or domain_of(job.source.url)
         try:
-            result = self._meter.collect(run.ledger, key, future)
+            result = self._meter.collect(run.ledger, key, future, kind="extract")
         except ModelError as error:
             job.usage = job.usage + error.usage
             if error.retryable:

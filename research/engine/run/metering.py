@@ -10,6 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from research.engine import observe
 from research.engine.contracts import RunSnapshot, StepRecord, Usage
 from research.engine.guards import BudgetLedger, BudgetRefused, estimate_tokens
 from research.engine.ports import Clock, ModelError
@@ -99,29 +100,43 @@ class Meter:
         allowance: Usage,
         call: Callable[[], R],
         *,
+        kind: str,
         phase: "BudgetPhase" = "research",
     ) -> R:
         """Reserve ``allowance`` under ``key``, make ``call`` and settle what it used.
+        ``kind`` is the model call's kind (plan, decide, synthesize, verify), for telemetry.
 
         Raises :class:`BudgetRefused` (nothing reserved, nothing called) when the budget
         cannot hold the allowance, and :class:`ModelError` after settling the error's usage
         when the call fails."""
         ledger.reserve(key, allowance, phase=phase)
-        return self.settle(ledger, key, call)
+        return self.settle(ledger, key, self.traced(kind, call), kind=kind)
 
-    def collect(self, ledger: BudgetLedger, key: str, future: "Future[R]") -> R:
-        """The result of a call already reserved under ``key`` and running on a pool,
-        settled like :meth:`call`."""
-        return self.settle(ledger, key, future.result)
+    def collect(self, ledger: BudgetLedger, key: str, future: "Future[R]", *, kind: str) -> R:
+        """The result of a call already reserved under ``key`` and running on a pool
+        (submitted as ``traced(kind, ...)``), settled like :meth:`call`."""
+        return self.settle(ledger, key, future.result, kind=kind)
 
     @staticmethod
-    def settle(ledger: BudgetLedger, key: str, call: Callable[[], R]) -> R:
+    def traced(kind: str, call: Callable[..., R]) -> Callable[..., R]:
+        """``call`` inside a tracing span of its own, in the caller's context (for pools)."""
+
+        def run(*args: object) -> R:
+            with observe.observer().span(f"research.model.{kind}", {"kind": kind}):
+                return call(*args)
+
+        return observe.carry_context(run)
+
+    @staticmethod
+    def settle(ledger: BudgetLedger, key: str, call: Callable[[], R], *, kind: str) -> R:
         try:
             result = call()
         except ModelError as error:
             ledger.settle(key, error.usage)
+            observe.observer().model_call(kind, error.usage, failed=True)
             raise
         ledger.settle(key, result.usage)
+        observe.observer().model_call(kind, result.usage, failed=False)
         return result
 
     def reserve_logical(
@@ -168,3 +183,4 @@ class Meter:
     def count_retry(self, ledger: BudgetLedger, step: StepRecord) -> None:
         if step.attempt > 1:
             ledger.settle(f"{step.dedupe_key}#attempt{step.attempt}", Usage(retries=1))
+            observe.observer().retried("step")

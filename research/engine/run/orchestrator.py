@@ -18,6 +18,7 @@ classes it is composed of (:mod:`.planning`, :mod:`.iterations`, :mod:`.deciding
 pay for model calls through :mod:`.metering` and report through :mod:`.progress`.
 """
 
+from research.engine import observe
 from research.engine.contracts import ResearchPlan
 from research.engine.guards import MAX_CONCURRENT_FETCHES, MAX_CONCURRENT_SEARCHES
 from research.engine.ports import Clock, EventSink, ModelClient, SourceAdapter, Store, Verifier
@@ -114,22 +115,30 @@ class Orchestrator(Planning, Iterations, Deciding, Execution, Extraction, Synthe
         synthesizing → synthesis from stored evidence. Any other status is returned as is.
         Pause and cancel requests are honoured at every safe boundary.
         """
-        run = self._store.load_run(run_id)
-        while True:
-            self._store.heartbeat(run_id)
-            status = run.status
-            if status in (_S.CREATED, _S.PLANNING):
-                self._plan_phase(run)
-            elif status in (_S.QUEUED, _S.RESEARCHING):
-                self._research_phase(run)
-            elif status == _S.SYNTHESIZING:
-                self._synthesis_phase(run)
-            else:
-                return status
+        with (
+            observe.working_on(run_id),
+            observe.observer().span("research.attempt", {"run_id": run_id}),
+        ):
             run = self._store.load_run(run_id)
-            if run.status == status:
-                # Nothing moved (another worker or a control changed the run under us).
-                return run.status
+            while True:
+                self._store.heartbeat(run_id)
+                status = run.status
+                if status in (_S.CREATED, _S.PLANNING):
+                    phase, work = "planning", self._plan_phase
+                elif status in (_S.QUEUED, _S.RESEARCHING):
+                    phase, work = "research", self._research_phase
+                elif status == _S.SYNTHESIZING:
+                    phase, work = "synthesis", self._synthesis_phase
+                else:
+                    return status
+                with observe.observer().span(
+                    f"research.phase.{phase}", {"run_id": run_id, "phase": phase}
+                ):
+                    work(run)
+                run = self._store.load_run(run_id)
+                if run.status == status:
+                    # Nothing moved (another worker or a control changed the run under us).
+                    return run.status
 
     def revise_plan(self, run_id: str, instruction: str) -> ResearchPlan:
         """Revise the plan of a paused run (or one awaiting approval) with ``instruction``.
@@ -141,15 +150,19 @@ class Orchestrator(Planning, Iterations, Deciding, Execution, Extraction, Synthe
         :class:`IllegalTransition` when the run is in another status and
         :class:`PlanningFailed` (the run is then ``failed``) when the planner fails.
         """
-        run = self._store.load_run(run_id)
-        if run.status in (_S.PAUSED, _S.AWAITING_APPROVAL):
-            if not self._transition(run_id, run.status, _S.PLANNING, "Revising the plan."):
-                raise IllegalTransition(self._store.load_run(run_id).status, _S.PLANNING)
-        elif run.status != _S.PLANNING:
-            raise IllegalTransition(run.status, _S.PLANNING)
-        self._store.cancel_pending_steps(run_id)
-        run = self._store.load_run(run_id)
-        return self._draft_plan(run, refinement=instruction.strip() or None)
+        with (
+            observe.working_on(run_id),
+            observe.observer().span("research.phase.revise_plan", {"run_id": run_id}),
+        ):
+            run = self._store.load_run(run_id)
+            if run.status in (_S.PAUSED, _S.AWAITING_APPROVAL):
+                if not self._transition(run_id, run.status, _S.PLANNING, "Revising the plan."):
+                    raise IllegalTransition(self._store.load_run(run_id).status, _S.PLANNING)
+            elif run.status != _S.PLANNING:
+                raise IllegalTransition(run.status, _S.PLANNING)
+            self._store.cancel_pending_steps(run_id)
+            run = self._store.load_run(run_id)
+            return self._draft_plan(run, refinement=instruction.strip() or None)
 
     def _pending_control(self, run_id: str) -> Halt | None:
         controls = self._store.controls(run_id)

@@ -99,7 +99,9 @@ class Planning(Phase):
         key = f"plan:v{version}#{uuid.uuid4().hex[:12]}"
         allowance = self._meter.allowance(request.model_dump_json(), "plan")
         try:
-            result = self._meter.call(ledger, key, allowance, lambda: self._model.plan(request))
+            result = self._meter.call(
+                ledger, key, allowance, lambda: self._model.plan(request), kind="plan"
+            )
         except BudgetRefused as refusal:
             raise fail(
                 f"The research plan could not be drafted: {refusal.reason}", Usage()

@@ -8,6 +8,7 @@ import logging
 import unicodedata
 from typing import Literal
 
+from research.engine import observe
 from research.engine.contracts import (
     PhaseChanged,
     PlanReady,
@@ -58,6 +59,8 @@ class Progress:
         )
 
     def step_started(self, run_id: str, step_id: str, kind: StepKind, message: str) -> None:
+        # Log lines from here on (and work handed to a pool now) name this step.
+        observe.current_step_id.set(step_id)
         self.emit(
             StepStarted(
                 run_id=run_id, step_id=step_id, kind=kind, message=display_text(message, 200)
@@ -72,6 +75,8 @@ class Progress:
         outcome: Literal["succeeded", "rejected", "failed", "skipped", "cancelled"],
         message: str,
     ) -> None:
+        if observe.current_step_id.get() == step_id:
+            observe.current_step_id.set("")
         self.emit(
             StepFinished(
                 run_id=run_id,

@@ -2,7 +2,7 @@
 
 import functools
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from research.engine.citations import CitationProblem, problems_as_text
 from research.engine.conflicts import find_value_conflicts
@@ -13,12 +13,10 @@ from research.engine.contracts import (
     Report,
     ReportGap,
     ReportReady,
-    ReportSection,
     ResearchPlan,
     RunSnapshot,
     SourceRecord,
     SourceSummary,
-    Statement,
     SynthesisRequest,
     Usage,
     Verification,
@@ -26,6 +24,7 @@ from research.engine.contracts import (
 )
 from research.engine.guards import BudgetRefused, estimate_tokens, source_cluster
 from research.engine.ports import ModelError, Verifier
+from research.engine.quoted_report import write_extractive_report
 from research.engine.review import ValidatedReport, finalize_report
 from research.engine.run.context import Phase, RunContext, View, outage_stop, stop_message
 from research.engine.run.metering import (
@@ -40,66 +39,11 @@ from research.engine.states import RunStatus
 _S = RunStatus
 
 
-def fallback_report(
-    plan: ResearchPlan,
-    evidence: Sequence[Evidence],
-    sources: Mapping[str, SourceSummary],
-    *,
-    gaps: Sequence[ReportGap] = (),
-    partial: bool = False,
-    note: str,
-) -> Report:
-    """A report the program writes itself from verified quotations, used when no model
-    budget is left for synthesis. Every finding quotes one evidence item and cites it."""
-    by_question: dict[str, list[Evidence]] = {qid: [] for qid in plan.question_ids}
-    for item in sorted(evidence, key=lambda e: (-e.relevance_bp, -e.confidence_bp, e.id)):
-        for qid in item.question_ids:
-            if qid in by_question and len(by_question[qid]) < 3:
-                by_question[qid].append(item)
-                break
-    sections: list[ReportSection] = []
-    for position, question in enumerate(plan.questions, start=1):
-        # Claim ids derive from the section's position, not the question id: a valid question
-        # id may already be 64 characters, the longest an id may be. Positions are unique and
-        # the same for the same plan.
-        prefix = f"s{position}"
-        statements = []
-        for number, item in enumerate(by_question[question.id], start=1):
-            source = sources.get(item.source_id)
-            origin = (source.title if source and source.title else "") or "A source"
-            statements.append(
-                Statement(
-                    claim_id=f"{prefix}-e{number}",
-                    kind="finding",
-                    text=f"{display_text(origin, 200)} states: “{item.excerpt}”",
-                    evidence_ids=[item.id],
-                    confidence="medium",
-                )
-            )
-        if not statements:
-            statements.append(
-                Statement(
-                    claim_id=f"{prefix}-gap",
-                    kind="caveat",
-                    text="No verified evidence was found for this question.",
-                    confidence="low",
-                )
-            )
-        sections.append(
-            ReportSection(
-                id=question.id, title=display_text(question.text, 300), statements=statements
-            )
-        )
-    return Report(
-        title=display_text(plan.objective, 300),
-        executive_summary=[
-            Statement(claim_id="summary-note", kind="caveat", text=note, confidence="low")
-        ],
-        sections=sections,
-        gaps=list(gaps),
-        partial=partial,
-        mode="extractive",
-    )
+# Why the engine's own report quotes the evidence (see _write_report).
+BUDGET_NOTE = (
+    "The model budget was used up, so this report quotes the verified evidence directly "
+    "instead of summarising it."
+)
 
 
 class Synthesis(Phase):
@@ -212,18 +156,20 @@ class Synthesis(Phase):
                 call_key,
                 self._meter.allowance(request.model_dump_json(), "synthesize", output_cap),
                 lambda: self._model.synthesize(request),
+                kind="synthesize",
                 phase="synthesis",
             )
         except BudgetRefused:
-            return fallback_report(
-                run.plan,
-                view.evidence,
-                summaries,
-                gaps=gaps,
-                partial=partial,
-                note="The model budget was used up, so this report quotes the verified "
-                "evidence directly instead of summarising it.",
+            # The program's own report quotes every verified excerpt, not only those a
+            # synthesis call would have had room for.
+            cited = sorted({item.source_id for item in view.evidence})
+            everything = request.model_copy(
+                update={
+                    "evidence": list(view.evidence),
+                    "sources": [summaries[sid] for sid in cited if sid in summaries],
+                }
             )
+            return write_extractive_report(everything, note=BUDGET_NOTE)
         return result.value
 
     def _repair_report(
@@ -252,6 +198,7 @@ class Synthesis(Phase):
                 call_key,
                 self._meter.allowance(request.model_dump_json(), "synthesize", output_cap),
                 lambda: self._model.synthesize(request),
+                kind="synthesize",
                 phase="synthesis",
             )
         except BudgetRefused as refusal:
@@ -274,6 +221,7 @@ class Synthesis(Phase):
                 f"{key}#verify#{uuid.uuid4().hex[:12]}",
                 self._meter.allowance(request.model_dump_json(), "verify", output_cap),
                 lambda: verifier.verify(request),
+                kind="verify",
                 phase="synthesis",
             )
         except BudgetRefused as refusal:

@@ -1,4 +1,6 @@
-"""The report of the extractive backend: verified quotations grouped by research question.
+"""The report written from verified quotations, grouped by research question: the report of the
+extractive backend, and the one the engine writes itself when no model budget is left for
+synthesis (``write_extractive_report(request, note=…)``).
 
 No sentence of this report is written by a program or a model: every finding is a verbatim
 evidence excerpt, cited by its evidence id. Near-identical excerpts from different sources
@@ -22,9 +24,15 @@ from research.engine.contracts import (
     Statement,
     SynthesisRequest,
 )
-from research.llm.question_terms import TermWeights, answer_type_terms, jaccard, question_terms
-from research.llm.selection import NEAR_DUPLICATE, SUPPORTS_RELEVANCE
-from research.llm.text import content_terms
+from research.engine.question_terms import (
+    NEAR_DUPLICATE,
+    SUPPORTS_RELEVANCE,
+    TermWeights,
+    answer_type_terms,
+    jaccard,
+    question_terms,
+)
+from research.engine.text import content_terms
 
 MAX_FINDINGS_PER_QUESTION = 6
 # A report answering one question has room for more of its quotations.
@@ -299,8 +307,12 @@ def _contradictions(request: SynthesisRequest, known: set[str]) -> list[ReportCo
     return found
 
 
-def write_extractive_report(request: SynthesisRequest) -> Report:
-    """The extractive report for ``request``: quotations per question, gaps, contradictions."""
+def write_extractive_report(request: SynthesisRequest, *, note: str | None = None) -> Report:
+    """The extractive report for ``request``: quotations per question, gaps, contradictions.
+
+    ``note`` says why a report that would have been a model's quotes the evidence instead
+    (the engine's own report): it leads the executive summary as a caveat and replaces the
+    first methodology line, which says that no model is configured."""
     plan = request.plan
     sources = {source.id: source for source in request.sources}
     known = {item.id for item in request.evidence}
@@ -311,6 +323,11 @@ def write_extractive_report(request: SynthesisRequest) -> Report:
 
     sections: list[ReportSection] = []
     summary: list[Statement] = []
+    notes = (
+        [Statement(claim_id="summary-note", kind="caveat", text=note, confidence="low")]
+        if note
+        else []
+    )
     gaps: list[ReportGap] = list(request.gaps)
     gap_questions = {gap.question_id for gap in gaps if gap.question_id}
     required = set(plan.required_question_ids)
@@ -361,7 +378,7 @@ def write_extractive_report(request: SynthesisRequest) -> Report:
     covered = sum(1 for question in plan.questions if by_question.get(question.id))
     used_sources = {item.source_id for item in request.evidence}
     methodology = [
-        *METHODOLOGY,
+        *((note, *METHODOLOGY[1:]) if note else METHODOLOGY),
         f"{len(request.evidence)} verified excerpts from {len(used_sources)} sources; "
         f"{covered} of {len(plan.questions)} research questions have evidence.",
     ]
@@ -369,10 +386,11 @@ def write_extractive_report(request: SynthesisRequest) -> Report:
         methodology.append(
             "Research stopped before every question was covered, so this report is partial."
         )
-    title = f"Extractive report: {plan.objective}"
+    # The engine's own report keeps the plan's objective as its title.
+    title = plan.objective if note else f"Extractive report: {plan.objective}"
     return Report(
         title=title if len(title) <= 300 else title[:299] + "…",
-        executive_summary=summary,
+        executive_summary=[*notes, *summary],
         sections=sections,
         contradictions=_contradictions(request, known),
         gaps=gaps,

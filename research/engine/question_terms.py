@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterable
 
-from research.llm.text import (
+from research.engine.text import (
     QUESTION_FILLER,
     STOP_WORDS,
     content_terms,
@@ -24,6 +24,11 @@ from research.llm.text import (
     tokens,
 )
 
+# A passage this relevant (0 to 1) answers its question: selection scores passages on that
+# scale, and the quoted report shows a question's looser matches only when too few answer it.
+SUPPORTS_RELEVANCE = 0.5
+# Passages sharing this share of their terms (Jaccard) say nearly the same thing.
+NEAR_DUPLICATE = 0.6
 _ANSWER_BONUS = 0.15
 _ABSENT_WEIGHT = 1.0
 _NAME_SCALE = 0.5
