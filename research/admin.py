@@ -213,13 +213,24 @@ class ResearchSourceAdmin(AuditOnly, admin.ModelAdmin):
         )
 
 
+class ClaimKeyFilter(admin.AllValuesFieldListFilter):
+    """Claim keys, with evidence that has none listed under a named link (an empty value
+    would be a link without text, which a screen reader cannot announce)."""
+
+    def choices(self, changelist):  # noqa: ANN001, ANN201 (Django's signature)
+        for choice in super().choices(changelist):
+            if choice["display"] in ("", None):
+                choice = {**choice, "display": "(no claim key)"}
+            yield choice
+
+
 @admin.register(ResearchEvidence)
 class ResearchEvidenceAdmin(AuditOnly, admin.ModelAdmin):
     list_display = ("excerpt_short", "stance", "claim_key", "source_class", "source", "run")
     list_filter = (
         "stance",
         "source__source_class",
-        "claim_key",
+        ("claim_key", ClaimKeyFilter),
         "out_of_scope",
         ("run", admin.RelatedOnlyFieldListFilter),
     )

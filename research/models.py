@@ -62,7 +62,7 @@ class ResearchRun(models.Model):
     class Visibility(models.TextChoices):
         PRIVATE = "private", "Only me"
         TEAM = "team", "My team"
-        LINK = "link", "Team and anyone with the link"
+        LINK = "link", "Anyone with the link (and the team, if one is chosen)"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(
@@ -105,6 +105,11 @@ class ResearchRun(models.Model):
 
     plan = SchemaJSONField(schema=f"{CONTRACTS}.ResearchPlan", null=True, blank=True)
     plan_version = models.PositiveIntegerField(default=0)
+    # Who saved the current plan version (None: drafted by the planner), so a person editing
+    # an older version is told "version 9 by alice".
+    plan_saved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     source_policy = SchemaJSONField(schema=f"{CONTRACTS}.SourcePolicy", default=dict)
     budget = SchemaJSONField(schema=f"{CONTRACTS}.Budget", default=_standard_budget)
     usage = SchemaJSONField(schema=f"{CONTRACTS}.Usage", default=dict)

@@ -181,7 +181,8 @@ def run_create(
             "Only the team's owners and editors can start research for it; choose one of "
             "your teams where you are an editor or owner, or keep the research private."
         )
-    if visibility != ResearchRun.Visibility.PRIVATE and team is None:
+    # Link sharing needs no team: the link reads the report; a team adds its members.
+    if visibility == ResearchRun.Visibility.TEAM and team is None:
         raise RunActionError("Choose a team to share this research with.")
     if client_request_id and len(client_request_id) > CLIENT_REQUEST_ID_MAX_CHARS:
         raise RunActionError(
@@ -244,6 +245,7 @@ def plan_update(
     plan: dict,
     expected_version: int,
     source_policy: dict | None = None,
+    by: Any = None,
 ) -> ResearchRun:
     """Save an edited plan (and, when given, source policy) as a new version; refused when
     the edit was based on an old version. The policy may change only before approval."""
@@ -266,6 +268,7 @@ def plan_update(
     ).update(
         plan=validated.model_dump(mode="json"),
         plan_version=F("plan_version") + 1,
+        plan_saved_by=by,
         updated_at=timezone.now(),
         **fields,
     )
@@ -309,6 +312,7 @@ def plan_save(
     expected_version: int,
     source_policy: dict[str, Any] | None,
     approve: bool,
+    by: Any = None,
 ) -> tuple[ResearchRun, bool]:
     """Save an edited plan (and source policy) as a new version when it changed, then
     approve it if asked; returns the run and whether anything changed. Approving therefore
@@ -324,6 +328,7 @@ def plan_save(
             plan=plan,
             expected_version=version,
             source_policy=source_policy if policy_changed else None,
+            by=by,
         )
         version = run.plan_version
     if approve:
@@ -562,7 +567,8 @@ def sharing_update(*, run: ResearchRun, visibility: str, team: Team | None) -> R
         raise RunActionError(
             "Choose who may see this research: only you, your team, or anyone with the link."
         )
-    if visibility != ResearchRun.Visibility.PRIVATE and team is None:
+    # Link sharing needs no team: the link reads the report; a team adds its members.
+    if visibility == ResearchRun.Visibility.TEAM and team is None:
         raise RunActionError("Choose a team to share this research with.")
     if team is not None and not can_create_team_run(run.owner, team):
         raise RunActionError(

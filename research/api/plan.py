@@ -53,6 +53,7 @@ def plan_replace(request: HttpRequest, run_id: UUID, payload: s.PlanIn):
             source_policy=payload.source_policy.model_dump(mode="json")
             if payload.source_policy
             else None,
+            by=request.auth,
         )
     except services.PlanVersionConflict as conflict:
         current = (

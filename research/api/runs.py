@@ -66,7 +66,7 @@ def run_create(request: HttpRequest, payload: s.RunCreateIn):
     `auto_approve`. Sending the same `client_request_id` again returns the same run (202)."""
     team = _team_for_create(request, payload.team)
     visibility = payload.visibility or ("team" if team is not None else "private")
-    if visibility != "private" and team is None:
+    if visibility == "team" and team is None:
         raise ApiError(422, "invalid", "Choose a team to share this research with.", field="team")
     if payload.report_template and payload.report_template not in s.REPORT_TEMPLATES:
         raise ApiError(422, "invalid", "No such report template.", field="report_template")

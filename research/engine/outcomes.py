@@ -282,10 +282,15 @@ def run_outcome(
 
 
 def outcome_controls(status: RunStatus | str, stop_reason: str | None = None) -> frozenset[Control]:
-    """The controls worth offering: those legal in ``status``, except that a partial run
-    is offered more budget only when a budget limit stopped it. (A partial run whose stop
+    """The controls worth offering: those legal in ``status``, except that a run that ended
+    is never offered Cancel and a partial run is offered more budget only when a budget limit
+    stopped it. (A partial run whose stop
     reason was never recorded keeps the offer: nothing says more budget would not help.)"""
     controls = allowed_controls(status)
+    if _status(status) in (_S.BUDGET_EXHAUSTED, _S.FAILED):
+        # The run has ended (with a partial report, or failed): cancelling it would only
+        # relabel a finished run, so the pages offer the way forward instead.
+        controls = controls - {Control.CANCEL}
     stop = _stop(stop_reason)
     if _status(status) is _S.BUDGET_EXHAUSTED and stop is not None and stop not in BUDGET_STOPS:
         controls = controls - {Control.INCREASE_BUDGET}

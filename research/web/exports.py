@@ -91,6 +91,8 @@ class StatementView:
     cites: list[CiteRef]
     # The support checks run on a finding (research/engine/support.py): name, passed, detail.
     checks: list[SupportCheck]
+    # Every cited excerpt is a code block of its page: the statement is shown as code.
+    code: bool = False
     # The verifier model's verdict (research/engine/verification.py); None when none ran.
     verdict: StatementVerdict | None = None
 
@@ -130,6 +132,8 @@ class SectionView:
 class ContradictionSide:
     label: str
     cites: list[CiteRef]
+    # The first cited passage of this side, shown beside the other side's.
+    quote: str = ""
 
 
 @dataclass
@@ -252,13 +256,21 @@ def _cites(ids: list[str], index: CitationIndex, url: EvidenceURL) -> list[CiteR
     return list(refs.values())
 
 
-def _statement(statement: Statement, index: CitationIndex, url: EvidenceURL) -> StatementView:
+def _statement(
+    statement: Statement,
+    index: CitationIndex,
+    url: EvidenceURL,
+    rows: dict[str, ResearchEvidence],
+) -> StatementView:
+    cited = [rows.get(eid) for eid in statement.evidence_ids]
+    code = bool(cited) and all(row is not None and (row.locator or {}).get("code") for row in cited)
     return StatementView(
         text=statement.text,
         kind=statement.kind,
         confidence=statement.confidence,
         cites=_cites(statement.evidence_ids, index, url),
         checks=list(statement.checks),
+        code=code,
         verdict=statement.verdict,
     )
 
@@ -277,11 +289,15 @@ def _sides(
     if len(groups) < 2:
         # No stated values to tell the sides apart: each cited passage is its own side.
         return [
-            ContradictionSide(label=f"Passage {n}", cites=[ref])
+            ContradictionSide(
+                label=f"Passage {n}", cites=[ref], quote=rows[ref.evidence_id].excerpt
+            )
             for n, ref in enumerate(_cites(ids, index, url), start=1)
         ]
     return [
-        ContradictionSide(label=value, cites=_cites(members, index, url))
+        ContradictionSide(
+            label=value, cites=_cites(members, index, url), quote=rows[members[0]].excerpt
+        )
         for value, members in groups.items()
     ]
 
@@ -338,12 +354,12 @@ def report_document(run: ResearchRun, *, evidence_url: EvidenceURL) -> ReportDoc
     return ReportDocument(
         run=run,
         report=report,
-        summary=[_statement(s, index, evidence_url) for s in report.executive_summary],
+        summary=[_statement(s, index, evidence_url, rows) for s in report.executive_summary],
         sections=[
             SectionView(
                 anchor=f"section-{section.id}",
                 title=section.title,
-                statements=[_statement(s, index, evidence_url) for s in section.statements],
+                statements=[_statement(s, index, evidence_url, rows) for s in section.statements],
             )
             for section in report.sections
         ],

@@ -40,6 +40,7 @@ from research.services import (
     QUESTION_MAX_CHARS,
     depth_allowed,
 )
+from research.web.search import search_runs
 
 MAX_DOMAINS = 50
 # The parts of a source policy that choose uploaded documents (made in the composer).
@@ -241,8 +242,8 @@ class ComposerForm(forms.Form):
         mode = data.get("source_mode")
         if mode in ("only_domains", "prefer_domains") and data.get("domains") == []:
             self.add_error("domains", "List at least one domain for this source setting.")
-        visibility = data.get("visibility")
-        shared = visibility and visibility != ResearchRun.Visibility.PRIVATE
+        # Link sharing needs no team; a team adds its members to those who may see the run.
+        shared = data.get("visibility") == ResearchRun.Visibility.TEAM
         if shared and not data.get("team") and "team" not in self.errors:
             self.add_error("team", "Choose the team to share this research with.")
         if data.get("documents_only") and not (data.get("library") or data.get("document_ids")):
@@ -316,6 +317,9 @@ class PlanForm(forms.Form):
     plan_version = forms.IntegerField(widget=forms.HiddenInput, min_value=0)
     # The plan the editor started from, so a refused stale edit can say what changed since.
     base_plan = forms.CharField(widget=forms.HiddenInput, required=False)
+    # The editor's values as the form was loaded (research.web.plan_merge), so a live update
+    # or a refused save is merged field by field and never reverts what the person left alone.
+    base_values = forms.CharField(widget=forms.HiddenInput, required=False)
     objective = forms.CharField(
         max_length=PLAN_OBJECTIVE_MAX_CHARS,
         error_messages={
@@ -495,7 +499,11 @@ class SharingForm(forms.Form):
         data = super().clean()
         if data.get("visibility") == ResearchRun.Visibility.PRIVATE:
             data["team"] = None
-        elif data.get("visibility") and not data.get("team") and "team" not in self.errors:
+        elif (
+            data.get("visibility") == ResearchRun.Visibility.TEAM
+            and not data.get("team")
+            and "team" not in self.errors
+        ):
             self.add_error("team", "Choose the team to share this research with.")
         return data
 
@@ -513,6 +521,9 @@ def outcome_query(choice: OutcomeFilter) -> Q:
 
 
 class DashboardFilterForm(forms.Form):
+    """The dashboard's filters; the search covers questions, reports and evidence
+    (``research.web.search``)."""
+
     q = forms.CharField(
         required=False,
         max_length=200,
@@ -540,7 +551,7 @@ class DashboardFilterForm(forms.Form):
         self.is_valid()  # cleaned_data then holds only the fields that are valid
         data = self.cleaned_data
         if data.get("q", "").strip():
-            runs = runs.filter(question__icontains=data["q"].strip())
+            runs = search_runs(runs, data["q"].strip())
         if data.get("status"):
             runs = runs.filter(outcome_query(OUTCOME_CHOICES[data["status"]]))
         if data.get("team"):

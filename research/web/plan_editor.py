@@ -14,6 +14,17 @@ from typing import Any
 
 from research.engine.contracts import ResearchPlan, SourcePolicy
 from research.web.forms import MAX_PLAN_QUESTIONS, PlanForm, QuestionForm, QuestionFormSet
+from research.web.plan_merge import (
+    FIELDS,
+    QUESTIONS,
+    Merge,
+    base_values_json,
+    editor_data,
+    editor_values,
+    parse_base_values,
+    submitted_values,
+    three_way,
+)
 
 QUESTION_PREFIX = "q"
 _QUESTION_FIELDS = tuple(QuestionForm.base_fields)
@@ -112,12 +123,33 @@ def plan_editor_for(
     policy: SourcePolicy | None = None,
 ) -> PlanEditor:
     """An unbound editor showing a stored plan and the run's source policy."""
+    initial = stored_initial(plan, version, extra_sections=extra_sections, policy=policy)
+    questions = questions_initial(plan)
     return PlanEditor(
-        form=PlanForm(
-            initial=plan_initial(plan, version, extra_sections=extra_sections, policy=policy)
-        ),
-        questions=QuestionFormSet(prefix=QUESTION_PREFIX, initial=questions_initial(plan)),
+        form=PlanForm(initial=initial),
+        questions=QuestionFormSet(prefix=QUESTION_PREFIX, initial=questions),
     )
+
+
+def stored_initial(
+    plan: ResearchPlan,
+    version: int,
+    *,
+    extra_sections: tuple[str, ...] = (),
+    policy: SourcePolicy | None = None,
+) -> dict[str, Any]:
+    """``plan_initial`` plus ``base_values``: what the form shows, for a later merge."""
+    initial = plan_initial(plan, version, extra_sections=extra_sections, policy=policy)
+    initial["base_values"] = base_values_json(editor_values(initial, questions_initial(plan)))
+    return initial
+
+
+def stored_values(
+    plan: ResearchPlan, *, extra_sections: tuple[str, ...] = (), policy: SourcePolicy | None
+) -> dict[str, Any]:
+    """The comparable editor values of a stored plan and source policy."""
+    initial = plan_initial(plan, 0, extra_sections=extra_sections, policy=policy)
+    return editor_values(initial, questions_initial(plan))
 
 
 def plan_editor_bound(data: Any) -> PlanEditor:
@@ -256,3 +288,26 @@ def plan_from_editor(editor: PlanEditor, *, current: ResearchPlan | None) -> dic
             "unresolved_contradictions_allowed": data["contradictions_allowed"],
         },
     }
+
+
+def plan_merged_editor(
+    data: Any,
+    plan: ResearchPlan,
+    version: int,
+    *,
+    extra_sections: tuple[str, ...] = (),
+    policy: SourcePolicy | None = None,
+) -> tuple[Merge, PlanEditor]:
+    """A submitted editor merged field by field into the stored ``version`` (``plan`` and
+    ``policy``), and the editor bound to the merged values, now based on that version."""
+    theirs = stored_values(plan, extra_sections=extra_sections, policy=policy)
+    # Without the starting point every difference counts as the person's own edit.
+    base = parse_base_values(data.get("base_values")) or theirs
+    mine = submitted_values(data)
+    for name, _label in FIELDS:  # a field the submission lacks was not edited
+        if name not in (QUESTIONS, "contradictions_allowed") and name not in data:
+            mine[name] = base[name]
+    merge = three_way(base, theirs, mine)
+    bound = editor_data(merge.values, version=version, base=theirs)
+    bound["base_plan"] = base_plan_value(plan)
+    return merge, plan_editor_bound(bound)

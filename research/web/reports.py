@@ -20,6 +20,7 @@ from research.access import can_control_run
 from research.engine.citations import describe_locator
 from research.models import ResearchEvidence, ResearchRun
 from research.selectors import run_get_by_share_token, run_get_for_user
+from research.web.charts import report_charts
 from research.web.exports import (
     evidence_contract,
     pdf_unavailable_reason,
@@ -72,6 +73,7 @@ def _report_response(
         "may_control": not share_token and can_control_run(request.user, run),
         "refine_form": RefineForm(),
         "pdf_unavailable": pdf_unavailable_reason(),
+        "charts": report_charts(run) if document else [],
     }
     return render(request, "research/report.html", context)
 

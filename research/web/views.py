@@ -25,11 +25,9 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from research import services
-from research.engine.contracts import ResearchPlan
-from research.engine.plans import describe_plan_changes
 from research.engine.states import Control, RunStatus
 from research.models import ResearchRun, ResearchSource
-from research.report_templates import REPORT_TEMPLATES
+from research.report_templates import REPORT_TEMPLATES, template_sections
 from research.selectors import run_get_for_user, runs_visible_to
 from research.services import PlanVersionConflict, QueueUnavailable, QuotaExceeded, RunActionError
 from research.web.composer import (
@@ -48,11 +46,13 @@ from research.web.forms import (
 from research.web.plan_editor import (
     EditorOperation,
     PlanEditor,
-    base_plan_value,
     plan_editor_apply,
     plan_editor_bound,
     plan_from_editor,
+    plan_merged_editor,
 )
+from research.web.plan_merge import Merge
+from research.web.search import matching_passages
 from research.web.workspace import (
     EVIDENCE_PER_SOURCE,
     WORKSPACE,
@@ -62,6 +62,33 @@ from research.web.workspace import (
 )
 
 RUNS_PER_PAGE = 25
+# What a dashboard row shows (the report and working state stay unread).
+DASHBOARD_FIELDS = (
+    "id",
+    "question",
+    "title",
+    "status",
+    "stop_reason",
+    "stop_limit",
+    "terminal_reason",
+    "last_error",
+    "depth",
+    "visibility",
+    "created_at",
+    "updated_at",
+    "usage",
+    "budget",
+    "owner__username",
+    "owner__display_name",
+    "team__name",
+)
+# Cancelling has one wording wherever it shows: the button, its confirmation, the answer and
+# the header's note while a worker finishes its step.
+CANCEL_DONE = "Research cancelled. Collected sources and evidence are kept."
+CANCEL_REQUESTED = (
+    "Cancelling: the research stops when its current step finishes. "
+    "Collected sources and evidence are kept."
+)
 
 # ---------------------------------------------------------------------------------------------
 # Dashboard and composer
@@ -76,25 +103,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     runs = (
         filters.filter(runs_visible_to(request.user))
         .select_related("owner", "team")
-        .only(
-            "id",
-            "question",
-            "title",
-            "status",
-            "stop_reason",
-            "stop_limit",
-            "terminal_reason",
-            "last_error",
-            "depth",
-            "visibility",
-            "created_at",
-            "updated_at",
-            "usage",
-            "budget",
-            "owner__username",
-            "owner__display_name",
-            "team__name",
-        )
+        .only(*DASHBOARD_FIELDS)
         .order_by("-created_at")
     )
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
@@ -103,6 +112,11 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     template = "research/dashboard.html"
     if request.htmx and not request.htmx.boosted and not request.htmx.history_restore_request:
         template += "#run-list"
+    page.object_list = list(page.object_list)
+    searched = filters.cleaned_data.get("q", "").strip()
+    passages = matching_passages(page.object_list, searched) if searched else {}
+    for run in page.object_list:
+        run.passage = passages.get(run.pk)
     context = {"page": page, "filters": filters, "filter_query": query.urlencode()}
     return render(request, template, context)
 
@@ -166,7 +180,9 @@ def _create_from_composer(
     except RunActionError as exc:
         form.add_error(None, str(exc))
         return None, 200
-    messages.success(request, "Research created. The plan is being drafted.")
+    messages.success(
+        request, "Research created. The plan is being drafted.", extra_tags="transient"
+    )
     return redirect("research:run_detail", run_id=run.pk), 302
 
 
@@ -207,7 +223,10 @@ def run_plan(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
     if request.method == "GET":
         return run_section(request, run_id, "plan")
     run = run_get_for_user(request.user, run_id, need="edit")
-    operation = EditorOperation.parse(request.POST.get("op", ""))
+    op = request.POST.get("op", "")
+    if op in ("review", "merge"):
+        return _plan_review(request, run, merge=op == "merge")
+    operation = EditorOperation.parse(op)
     if operation is not None:
         editor, note = plan_editor_apply(request.POST, operation)
         return _plan_response(request, run, editor, notice=note)
@@ -217,12 +236,12 @@ def run_plan(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
     approve = request.POST.get("op") == "approve"
     queue_note = ""
     try:
-        run, saved = _plan_save(run, editor, approve=approve)
+        run, saved = _plan_save(run, editor, approve=approve, by=request.user)
     except QueueUnavailable as exc:  # approved and committed; only the message is late
         run.refresh_from_db()
         saved, queue_note = True, str(exc)
     except PlanVersionConflict as conflict:
-        return _plan_conflict(request, run, editor, conflict)
+        return _plan_conflict(request, run, conflict)
     except RunActionError as exc:
         run.refresh_from_db()
         return _plan_response(request, run, editor, status=409, errors=[str(exc)])
@@ -241,7 +260,9 @@ def run_plan(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
     return section_response(request, run, "plan", also, notice=message)
 
 
-def _plan_save(run: ResearchRun, editor: PlanEditor, *, approve: bool) -> tuple[ResearchRun, bool]:
+def _plan_save(
+    run: ResearchRun, editor: PlanEditor, *, approve: bool, by: Any
+) -> tuple[ResearchRun, bool]:
     """Save what the editor holds (``services.plan_save``), approving it if asked."""
     try:
         policy = editor.form.source_policy(current=run.source_policy)
@@ -253,6 +274,7 @@ def _plan_save(run: ResearchRun, editor: PlanEditor, *, approve: bool) -> tuple[
         expected_version=editor.form.cleaned_data["plan_version"],
         source_policy=policy,
         approve=approve,
+        by=by,
     )
 
 
@@ -267,28 +289,48 @@ def _plan_response(
     return render(request, WORKSPACE, context, status=status)
 
 
+def _plan_merge(request: HttpRequest, run: ResearchRun) -> tuple[Merge, PlanEditor]:
+    """The person's submitted editor merged field by field into the current version."""
+    return plan_merged_editor(
+        request.POST,
+        run.plan_contract,
+        run.plan_version,
+        extra_sections=template_sections(run.report_template),
+        policy=run.policy_contract,
+    )
+
+
+def _changes_context(run: ResearchRun, merge: Merge, **extra: Any) -> dict[str, Any]:
+    by = run.plan_saved_by.username if run.plan_saved_by_id else "the planner"
+    return {"version": run.plan_version, "by": by, "changes": merge.changes, **extra}
+
+
 def _plan_conflict(
-    request: HttpRequest, run: ResearchRun, editor: PlanEditor, conflict: PlanVersionConflict
+    request: HttpRequest, run: ResearchRun, conflict: PlanVersionConflict
 ) -> HttpResponse:
-    """Refuse a stale edit: keep what the person typed, say what changed since they loaded
-    the plan, and base the form on the current version so they can decide and save again."""
+    """Refuse a stale edit: name every field changed since the person loaded the plan, with
+    both values, and give back their form merged into the current version (their edits
+    kept, the other person's changes taken where they left a field alone)."""
     run.refresh_from_db()
-    base = editor.form.cleaned_data.get("base_plan") or plan_from_editor(
-        editor, current=run.plan_contract
-    )
-    changes = describe_plan_changes(base, conflict.current_plan or {})
-    data = request.POST.copy()
-    data["plan_version"] = str(conflict.current)
-    current = conflict.current_plan
-    data["base_plan"] = base_plan_value(ResearchPlan.model_validate(current) if current else None)
-    return _plan_response(
-        request,
-        run,
-        plan_editor_bound(data),
-        status=409,
-        errors=[str(conflict)],
-        conflict_changes=changes or ["The plan was saved again without visible changes."],
-    )
+    merge, editor = _plan_merge(request, run)
+    conflict_info = _changes_context(run, merge, from_version=conflict.expected)
+    return _plan_response(request, run, editor, status=409, conflict=conflict_info, unsaved=True)
+
+
+def _plan_review(request: HttpRequest, run: ResearchRun, *, merge: bool) -> HttpResponse:
+    """For a form with unsaved edits when a newer version arrives: compare it with that
+    version ("review", into the form's review panel) or merge that version into it."""
+    if run.status != RunStatus.AWAITING_APPROVAL or run.plan_contract is None:
+        return render(request, f"{WORKSPACE}#plan_review", {"run": run, "review_closed": True})
+    merged, editor = _plan_merge(request, run)
+    if merge:
+        notice = (
+            f"Version {run.plan_version} merged into your form. Nothing is saved until you save."
+        )
+        return _plan_response(request, run, editor, notice=notice, unsaved=True)
+    same_version = request.POST.get("plan_version") == str(run.plan_version)
+    review = None if same_version else _changes_context(run, merged)
+    return render(request, f"{WORKSPACE}#plan_review", {"run": run, "review": review})
 
 
 @dataclass(frozen=True)
@@ -300,7 +342,7 @@ class ControlAction:
 CONTROL_ACTIONS: dict[str, ControlAction] = {
     "pause": ControlAction(Control.PAUSE, "Paused."),
     "resume": ControlAction(Control.RESUME, "Resumed."),
-    "cancel": ControlAction(Control.CANCEL, "Cancelled. Collected sources and evidence are kept."),
+    "cancel": ControlAction(Control.CANCEL, CANCEL_DONE),
     "retry": ControlAction(Control.RETRY, "Retrying the phase that failed."),
     "budget": ControlAction(Control.INCREASE_BUDGET, "Budget increased; research continues."),
     "refine": ControlAction(Control.REFINE, "Refinement sent; a revised plan is being drafted."),
@@ -331,7 +373,7 @@ def _control_message(action: str, before: ResearchRun, after: ResearchRun) -> st
     if action == "pause" and after.status != RunStatus.PAUSED:
         return "Pause requested; the run pauses when its current step finishes."
     if action == "cancel" and after.status != RunStatus.CANCELLED:
-        return "Cancel requested; the run stops when its current step finishes."
+        return CANCEL_REQUESTED
     if action == "refine" and after.pk != before.pk:
         return "A new run that builds on this one was created; review its plan."
     return CONTROL_ACTIONS[action].done

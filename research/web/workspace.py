@@ -7,6 +7,7 @@ the WebSocket consumer (``research.live.consumer``) pushes the same parts render
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -102,6 +103,32 @@ class Meter:
         return min(100, round(100 * self.used / self.limit)) if self.limit else 0
 
 
+@dataclass(frozen=True)
+class Forecast:
+    """How long the research has run and, while it runs, the budget limit it will meet
+    first and when, at the pace so far (each limit's share used, per second elapsed)."""
+
+    elapsed: float
+    limit: str = ""
+    percent: int = 0
+    remaining: float | None = None
+
+
+def forecast(run: ResearchRun, limits: list[tuple[str, int, int, str]], elapsed: float) -> Forecast:
+    if run.status not in (RunStatus.RESEARCHING, RunStatus.SYNTHESIZING) or elapsed <= 0:
+        return Forecast(elapsed=elapsed)
+    shares = [(used / limit, key) for key, used, limit, _unit in limits if limit > 0]
+    share, key = max(shares, default=(0.0, ""))
+    if not 0 < share < 1:
+        return Forecast(elapsed=elapsed)
+    return Forecast(
+        elapsed=elapsed,
+        limit=LIMIT_LABELS[key],
+        percent=round(share * 100),
+        remaining=elapsed * (1 - share) / share,
+    )
+
+
 def progress_context(run: ResearchRun) -> dict[str, Any]:
     budget = run.budget_contract
     usage = run.usage_contract
@@ -130,6 +157,7 @@ def progress_context(run: ResearchRun) -> dict[str, Any]:
     ]
     return {
         "run": run,
+        "forecast": forecast(run, limits, usage.elapsed_seconds),
         "meters": [
             Meter(LIMIT_LABELS[key].capitalize(), used, limit, unit, reached=key in stopped_at)
             for key, used, limit, unit in limits
@@ -151,14 +179,37 @@ class StepRow:
     status_label: str
     elapsed: float | None
     iteration: int
+    # The sub-questions a read serves ("1. …"): those its evidence answers once read, the
+    # ones it was chosen for before.
+    serves: tuple[str, ...] = ()
 
 
 def _quoted(text: Any) -> str:
     return f"“{' '.join(str(text or '').split())[:160]}”"
 
 
-def step_label(step: ResearchStep, titles: dict[str, str]) -> str:
-    """What a durable step did, in words: “Searching …”, “Reading …”."""
+@dataclass(frozen=True)
+class SourceName:
+    title: str
+    domain: str
+
+    def __str__(self) -> str:
+        if self.title and self.domain:
+            return f"{_quoted(self.title)} ({self.domain})"
+        return _quoted(self.title) if self.title else self.domain
+
+
+_PLAN_KEY = re.compile(r"^plan:v(\d+)$")
+
+
+def plan_step_version(step: ResearchStep) -> int | None:
+    """The plan version a plan step produced: its dedupe key is ``plan:v<version>``."""
+    match = _PLAN_KEY.match(step.dedupe_key or "")
+    return int(match.group(1)) if match else None
+
+
+def step_label(step: ResearchStep, titles: dict[str, Any]) -> str:
+    """What a durable step did, in words: “Searching …”, “Reading “Title” (domain)”."""
     payload = StepInput.read(step.input).payload
     refused = payload.refused
     if step.kind == ResearchStep.Kind.PLAN:
@@ -184,7 +235,7 @@ def step_label(step: ResearchStep, titles: dict[str, str]) -> str:
             return f"Comparing conflicting figures: searching {_quoted(query)}"
         return f"Searching {_quoted(query)}"
     if step.kind == ResearchStep.Kind.READ:
-        name = titles.get(payload.target_source_id) or _host(payload.url) or "a source"
+        name = str(titles.get(payload.target_source_id) or "") or _host(payload.url) or "a source"
         return f"Source not read: {name}" if refused else f"Reading {name}"
     if step.kind == ResearchStep.Kind.EXTRACT:
         return "Extracting evidence"
@@ -213,38 +264,81 @@ def timeline_context(run: ResearchRun) -> dict[str, Any]:
             "input",
             "error",
             "iteration",
+            "dedupe_key",
             "created_at",
             "started_at",
             "completed_at",
         ).order_by("-created_at")[:TIMELINE_LIMIT]
     )[::-1]
     earlier = run.steps.count() - len(steps) if len(steps) == TIMELINE_LIMIT else 0
-    read_ids = {
-        StepInput.read(s.input).payload.source_id for s in steps if s.kind == ResearchStep.Kind.READ
-    } - {""}
-    titles = dict(
-        ResearchSource.objects.filter(run=run, pk__in=_valid_uuids(read_ids)).values_list(
-            "id", "title"
-        )
-    )
-    titles = {str(pk): title for pk, title in titles.items() if title}
+    names, answered = _read_sources(run, steps)
+    numbered = _numbered_questions(run)
     now = timezone.now()
     rows = [
         StepRow(
             id=str(step.pk),
-            label=step_label(step, titles),
-            detail=step.error
-            if step.status == ResearchStep.Status.FAILED and step.error
-            else step.summary,
+            label=step_label(step, names),
+            detail=_step_detail(step, run),
             rationale=StepInput.read(step.input).rationale,
             status=step.status,
             status_label=step.get_status_display(),
             elapsed=_elapsed(step, now),
             iteration=step.iteration,
+            serves=_serves(step, answered, numbered),
         )
         for step in steps
     ]
     return {"run": run, "steps": rows, "earlier_steps": earlier}
+
+
+def _read_sources(
+    run: ResearchRun, steps: list[ResearchStep]
+) -> tuple[dict[str, SourceName], dict[str, set[str]]]:
+    """The sources the timeline's reads name, and the sub-questions their evidence answers
+    (two queries)."""
+    read_ids = _valid_uuids(
+        {StepInput.read(s.input).payload.source_id for s in steps if s.kind == "read"} - {""}
+    )
+    names = {
+        str(pk): SourceName(title or "", domain or "")
+        for pk, title, domain in ResearchSource.objects.filter(
+            run=run, pk__in=read_ids
+        ).values_list("id", "title", "domain")
+    }
+    answered: dict[str, set[str]] = {}
+    for source_id, question_ids in ResearchEvidence.objects.filter(
+        run=run, source_id__in=read_ids, out_of_scope=False
+    ).values_list("source_id", "question_ids"):
+        answered.setdefault(str(source_id), set()).update(question_ids or [])
+    return names, answered
+
+
+def _numbered_questions(run: ResearchRun) -> dict[str, str]:
+    plan = run.plan_contract
+    questions = plan.questions if plan else []
+    return {q.id: f"{n}. {' '.join(q.text.split())[:90]}" for n, q in enumerate(questions, 1)}
+
+
+def _serves(
+    step: ResearchStep, answered: dict[str, set[str]], numbered: dict[str, str]
+) -> tuple[str, ...]:
+    if step.kind != ResearchStep.Kind.READ:
+        return ()
+    payload = StepInput.read(step.input).payload
+    ids = answered.get(payload.source_id) or set(payload.question_ids)
+    return tuple(numbered[qid] for qid in numbered if qid in ids)
+
+
+def _step_detail(step: ResearchStep, run: ResearchRun) -> str:
+    if step.status == ResearchStep.Status.FAILED and step.error:
+        return step.error
+    version = plan_step_version(step) if step.kind == ResearchStep.Kind.PLAN else None
+    if version is None or step.status != ResearchStep.Status.SUCCEEDED:
+        return step.summary
+    detail = f"Produced plan version {version}"
+    if run.plan_version > version:
+        detail += f"; the plan is now version {run.plan_version}"
+    return detail + "."
 
 
 def _valid_uuids(values: Iterable[str]) -> list[uuid.UUID]:

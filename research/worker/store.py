@@ -177,6 +177,7 @@ class DjangoStore:
             updated = ResearchRun.objects.filter(pk=run_id, plan_version=expected_version).update(
                 plan=plan.model_dump(mode="json"),
                 plan_version=F("plan_version") + 1,
+                plan_saved_by=None,  # drafted by the planner
                 refinement_instruction="",
                 updated_at=timezone.now(),
             )

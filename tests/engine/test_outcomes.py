@@ -92,7 +92,7 @@ def test_three_rounds_without_gain_end_as_nothing_new_without_a_budget_offer() -
     assert "More budget would not help" in outcome.sentence
     assert "Increase" not in outcome.sentence
     controls = outcome_controls(RunStatus.BUDGET_EXHAUSTED, "diminishing_returns")
-    assert Control.INCREASE_BUDGET not in controls and Control.CANCEL in controls
+    assert Control.INCREASE_BUDGET not in controls and Control.CANCEL not in controls
 
 
 def test_research_that_could_read_nothing_says_so() -> None:

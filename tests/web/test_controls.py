@@ -35,8 +35,9 @@ def controls_html(client, run: ResearchRun) -> str:
         ("researching", {"pause", "cancel", "refine"}),
         ("synthesizing", {"pause", "cancel"}),
         ("paused", {"resume", "cancel", "refine"}),
-        ("failed", {"retry", "cancel"}),
-        ("budget_exhausted", {"budget", "cancel"}),
+        # Runs that ended (failed, partial report) are not offered Cancel.
+        ("failed", {"retry"}),
+        ("budget_exhausted", {"budget"}),
         ("completed", {"further"}),
         ("cancelled", set()),
     ],

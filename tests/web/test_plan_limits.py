@@ -62,7 +62,7 @@ def test_stale_save_with_a_malformed_base_plan_shows_the_conflict(
     response = client_for(run.owner).post(plan_url(run), {**stale, "op": "save"}, **htmx_headers)
     page = response.content.decode()
     assert response.status_code == 409
-    assert "changed by someone else" in page
+    assert "Not saved: version 2 by the planner was saved while you edited version 1" in page
     assert 'value="My own audience"' in page
     run.refresh_from_db()
     assert run.plan_version == 2 and run.plan["objective"] == "Someone else's objective."

@@ -10,6 +10,8 @@ from django.urls import reverse
 
 from research import libraries, services
 from research.models import ResearchRun
+from research.report_templates import template_sections
+from research.web.plan_editor import stored_initial
 from tests.web.factories import awaiting_run, make_run, plan_data
 
 
@@ -17,9 +19,16 @@ def form_data(run: ResearchRun, **changes) -> dict[str, str]:
     """What the editor posts for the run's current plan, with ``changes`` applied."""
     plan = run.plan
     questions = changes.pop("questions", plan["questions"])
+    initial = stored_initial(
+        run.plan_contract,
+        run.plan_version,
+        extra_sections=template_sections(run.report_template),
+        policy=run.policy_contract,
+    )
     data = {
         "plan_version": str(run.plan_version),
         "base_plan": json.dumps(plan, sort_keys=True),
+        "base_values": initial["base_values"],
         "objective": plan["objective"],
         "audience": plan.get("audience") or "",
         "assumptions": "\n".join(plan.get("assumptions", [])),
@@ -165,10 +174,12 @@ def test_stale_edit_is_refused_showing_what_changed(run, editor, team, client_fo
     response = client_for(editor).post(plan_url(run), {**stale, "op": "save"}, **htmx_headers)
     page = response.content.decode()
     assert response.status_code == 409
-    assert "changed by someone else" in page
-    assert "Objective changed to “Compare heat-pump markets in France and Germany.”" in page
-    assert "Sub-question added: “What do installers charge?”" in page
-    # The person's own edit is kept, now based on the current version.
+    assert "Not saved: version 2 by the planner was saved while you edited version 1" in page
+    assert "2 fields changed in it" in page
+    assert "Compare heat-pump markets in France and Germany." in page
+    assert "What do installers charge?" in page
+    # The person's own edit is kept and theirs taken, now based on the current version.
+    assert "Compare heat-pump markets in France and Germany.</textarea>" in page
     assert 'value="My own audience"' in page
     assert 'name="plan_version" value="2"' in page
     run.refresh_from_db()
@@ -182,7 +193,7 @@ def test_approving_starts_research(run, client_for, htmx_headers):
     page = response.content.decode()
     assert response.status_code == 200
     assert "Plan approved" in page
-    assert 'id="run-header" class="run-header" hx-swap-oob="true"' in page
+    assert 'id="run-header" class="run-header" data-status="queued" hx-swap-oob="true"' in page
     run.refresh_from_db()
     assert run.status == ResearchRun.Status.QUEUED and run.approved_at is not None
     assert run.plan_version == 1  # unchanged: the version the person saw was approved
@@ -204,7 +215,8 @@ def test_approving_a_stale_plan_is_refused(run, client_for, htmx_headers):
     services.plan_update(run=run, plan=newer, expected_version=1)
     response = client_for(run.owner).post(plan_url(run), {**data, "op": "approve"}, **htmx_headers)
     assert response.status_code == 409
-    assert "Objective changed to “Another objective entirely.”" in response.content.decode()
+    page = response.content.decode()
+    assert 'data-field="objective"' in page and "Another objective entirely." in page
     run.refresh_from_db()
     assert run.status == ResearchRun.Status.AWAITING_APPROVAL
 

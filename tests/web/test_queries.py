@@ -112,3 +112,51 @@ def test_dashboard_queries_are_bounded(big_run, owner, client_for, django_assert
     client = client_for(owner)
     with django_assert_max_num_queries(MAX_QUERIES):
         assert "Another run 39" in client.get(reverse("research:dashboard")).content.decode()
+
+
+def _run_with_evidence(owner, rows: int):
+    run = make_run(owner, status="completed", plan=plan_data(), plan_version=1)
+    sources = ResearchSource.objects.bulk_create(
+        ResearchSource(
+            run=run,
+            status="fetched",
+            url=f"https://flat{n}.example.org/{run.pk}",
+            canonical_url=f"https://flat{n}.example.org/{run.pk}",
+            canonical_url_hash=sha(f"flat-{run.pk}-{n}"),
+            domain=f"flat{n}.example.org",
+            title=f"Flat source {n}",
+            source_class="official",
+        )
+        for n in range(min(rows, 50))
+    )
+    ResearchEvidence.objects.bulk_create(
+        evidence_row(run, sources[n % len(sources)], excerpt=f"Geothermal excerpt {n} here.")
+        for n in range(rows)
+    )
+    # The report cites the evidence under other words, so the search finds the excerpts.
+    cited = [evidence_row(run, sources[0], excerpt=f"Cited finding {n}.") for n in range(3)]
+    run.report = report_data(ResearchEvidence.objects.bulk_create(cited))
+    run.save(update_fields=["report"])
+    return run
+
+
+def test_dashboard_search_and_report_page_stay_flat_from_10_to_1000_evidence_rows(
+    owner, outsider, client_for
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    counts = {}
+    for user, rows in ((owner, 10), (outsider, 1000)):
+        run = _run_with_evidence(user, rows)
+        client = client_for(user)
+        client.get(reverse("research:dashboard"))  # the session and user are loaded once
+        with CaptureQueriesContext(connection) as search:
+            page = client.get(reverse("research:dashboard"), {"q": "geothermal"}).content.decode()
+        assert "Found in the evidence:" in page and "Geothermal excerpt" in page
+        with CaptureQueriesContext(connection) as report:
+            client.get(reverse("research:run_report", args=[run.pk]))
+        counts[rows] = (len(search), len(report))
+    print("queries (dashboard search, report page):", counts)
+    assert counts[10] == counts[1000]
+    assert counts[1000][0] <= MAX_QUERIES and counts[1000][1] <= MAX_QUERIES

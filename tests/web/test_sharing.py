@@ -85,5 +85,25 @@ def test_a_team_the_owner_is_not_in_is_refused(owner, outsider, client_for):
 def test_viewers_see_who_can_read_but_cannot_change_it(owner, team, viewer, client_for):
     run = completed_run(owner, team=team, visibility=ResearchRun.Visibility.LINK)
     page = client_for(viewer).get(reverse("research:run_detail", args=[run.pk])).content.decode()
-    assert "Team and anyone with the link" in page
+    assert (
+        "Anyone with the link below can read the report, and the members of Lab can see "
+        "the whole run." in page
+    )
     assert "Update sharing" not in page and "Withdraw the link" not in page
+
+
+def test_link_sharing_needs_no_team(owner, client_for):
+    run = completed_run(owner)
+    url = reverse("research:run_sharing", args=[run.pk])
+    response = client_for(owner).post(url, {"visibility": "link", "team": ""})
+    assert response.status_code == 302
+    run.refresh_from_db()
+    assert run.visibility == ResearchRun.Visibility.LINK and run.team is None and run.share_token
+    page = client_for(owner).get(reverse("research:run_detail", args=[run.pk])).content.decode()
+    sentence = "Anyone with the link below can read the report; only alice can see the whole run."
+    assert page.count(sentence) == 1
+    assert "Who can see it" not in page
+    # Withdrawing the link makes the run private again (there is no team to fall back to).
+    client_for(owner).post(url, {"visibility": "private", "team": ""})
+    run.refresh_from_db()
+    assert run.visibility == ResearchRun.Visibility.PRIVATE and run.share_token is None
