@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0002_api_tokens'),
-        ('research', '0006_report_questions'),
+        ('research', '0007_plan_saved_by_link_without_team'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
