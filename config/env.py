@@ -7,6 +7,7 @@ so a mistyped value stops start-up with a message an operator can act on.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +98,20 @@ def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
         raise ConfigError(
             f"{name} must be {', '.join(choices[:-1])} or {choices[-1]}, not {env_str(name)!r}."
         )
+    return value
+
+
+def env_json_object(name: str) -> dict:
+    """A JSON object (``{}`` when unset), such as a storage backend's options."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a JSON object, and this is not valid JSON.") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{name} must be a JSON object ({{...}}), not {type(value).__name__}.")
     return value
 
 

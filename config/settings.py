@@ -18,6 +18,7 @@ from config.env import (
     env_choice,
     env_http_url,
     env_int,
+    env_json_object,
     env_list,
     env_networks,
     env_str,
@@ -163,6 +164,18 @@ STATIC_ROOT.mkdir(exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # Uploaded library documents: files under DATA_DIR by default; any Django storage backend
+    # (an S3-compatible store through django-storages, docs/documents.md) by dotted path, its
+    # options as a JSON object.
+    "documents": {
+        "BACKEND": env_str("DOCUMENT_STORAGE_BACKEND")
+        or "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": (
+            env_json_object("DOCUMENT_STORAGE_OPTIONS")
+            if env_str("DOCUMENT_STORAGE_BACKEND")
+            else {"location": str(DATA_DIR / "documents")}
+        ),
+    },
 }
 # Serve straight from the source folders too, so `make run` needs no collectstatic.
 WHITENOISE_USE_FINDERS = True
@@ -368,9 +381,7 @@ METRICS_ENABLED = env_bool("METRICS_ENABLED", False)
 METRICS_TOKEN = env_str("METRICS_TOKEN")
 METRICS_ALLOWED_ADDRESSES = env_networks("METRICS_ALLOWED_ADDRESSES")
 if METRICS_TOKEN and len(METRICS_TOKEN) < 24:
-    raise ConfigError(
-        "METRICS_TOKEN must be at least 24 characters long, so it cannot be guessed."
-    )
+    raise ConfigError("METRICS_TOKEN must be at least 24 characters long, so it cannot be guessed.")
 if METRICS_ENABLED and not (METRICS_TOKEN or METRICS_ALLOWED_ADDRESSES):
     raise ConfigError(
         "METRICS_ENABLED is on but neither METRICS_TOKEN nor METRICS_ALLOWED_ADDRESSES is set; "
@@ -415,8 +426,7 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
-            "filters": ["research_context"]
-            + ([] if LOG_LEVEL == "DEBUG" else ["quiet_libraries"]),
+            "filters": ["research_context"] + ([] if LOG_LEVEL == "DEBUG" else ["quiet_libraries"]),
         }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},

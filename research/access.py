@@ -11,6 +11,12 @@ Rules:
   share token, signed in or not.
 * Nobody else sees it; views answer 404 so a run's existence is not revealed.
 
+Libraries follow the same roles:
+* A personal library belongs to its owner alone, who may do everything with it.
+* A team library may be searched and read (and used in research) by every member of the
+  team; editors and owners may upload and delete documents; owners may delete the library.
+* Nobody else learns that a library or its documents exist (404).
+
 The reads that apply these rules (lists of visible runs, one run for a user or a share
 link) are in ``research.selectors``.
 """
@@ -21,10 +27,10 @@ import secrets
 from typing import Literal
 
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from accounts.models import Membership, Team, User
-from research.models import ResearchRun
+from research.models import Library, ResearchRun
 
 Need = Literal["view", "edit", "control"]
 # Visibilities that share a run with its team.
@@ -90,3 +96,37 @@ def can_edit_run(user: User | AnonymousUser, run: ResearchRun) -> bool:
 def can_control_run(user: User | AnonymousUser, run: ResearchRun) -> bool:
     """May pause, resume, cancel, refine or retry the run."""
     return can_edit_run(user, run)
+
+
+def _library_role(user: User | AnonymousUser, library: Library) -> str | None:
+    if not user.is_authenticated or not user.is_active:
+        return None
+    if library.owner_id is not None:
+        return Membership.Role.OWNER if library.owner_id == user.pk else None
+    return (
+        Membership.objects.filter(team_id=library.team_id, user_id=user.pk)
+        .values_list("role", flat=True)
+        .first()
+    )
+
+
+def libraries_for_user(user: User | AnonymousUser) -> QuerySet[Library]:
+    """Every library ``user`` may see: their own and their teams'."""
+    if not user.is_authenticated or not user.is_active:
+        return Library.objects.none()
+    return Library.objects.filter(Q(owner_id=user.pk) | Q(team__memberships__user_id=user.pk))
+
+
+def can_view_library(user: User | AnonymousUser, library: Library) -> bool:
+    """May list, read and search its documents, and use them in research."""
+    return _library_role(user, library) is not None
+
+
+def can_edit_library(user: User | AnonymousUser, library: Library) -> bool:
+    """May upload documents to it and delete them."""
+    return _library_role(user, library) in _MAY_EDIT
+
+
+def can_delete_library(user: User | AnonymousUser, library: Library) -> bool:
+    """May delete the library with all its documents."""
+    return _library_role(user, library) == Membership.Role.OWNER

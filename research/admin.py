@@ -14,6 +14,8 @@ from pydantic import ValidationError
 from research.engine.contracts import Statement
 from research.highlight import Span, highlight_spans
 from research.models import (
+    Library,
+    LibraryDocument,
     ResearchEvidence,
     ResearchRun,
     ResearchSource,
@@ -264,3 +266,30 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False
+
+
+@admin.register(Library)
+class LibraryAdmin(AuditOnly, admin.ModelAdmin):
+    """Libraries and their documents by name and size only: their text is private to their
+    owners and teams; what a report cited is audited through the run's sources."""
+
+    list_display = ("name", "owner", "team", "created_at")
+    search_fields = ("name", "owner__username", "team__name")
+    fields = ("name", "owner", "team", "created_by", "created_at")
+
+
+@admin.register(LibraryDocument)
+class LibraryDocumentAdmin(AuditOnly, admin.ModelAdmin):
+    list_display = ("name", "library", "mime_type", "size_bytes", "page_count", "created_at")
+    search_fields = ("name", "library__name")
+    fields = (
+        "name",
+        "title",
+        "library",
+        "mime_type",
+        "size_bytes",
+        "page_count",
+        "file_sha256",
+        "uploaded_by",
+        "created_at",
+    )

@@ -14,10 +14,11 @@ from django.db import models
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from research.engine.contracts import SourceSummary
+from research.engine.contracts import ScholarlyMetadata, SourceSummary
 from research.engine.guards import StopReason
 from research.engine.outcomes import STATUS_LABELS, Outcome, run_outcome
 from research.engine.states import RunStatus
+from research.engine.works import reference_text
 from research.fields import SchemaJSONField, Typed
 
 models.TextField.register_lookup(Length)
@@ -327,7 +328,34 @@ class ResearchSource(models.Model):
             publisher=self.publisher or None,
             published_at=self.published_at or None,
             source_class=self.source_class,
+            reference=self.reference,
+            abstract_only=self.abstract_only,
         )
+
+    @property
+    def scholarly(self) -> ScholarlyMetadata | None:
+        """What a scholarly index said about the work (authors, venue, year, identifiers)."""
+        stored = (self.metadata or {}).get("scholarly")
+        try:
+            return ScholarlyMetadata.model_validate(stored) if stored else None
+        except ValueError:
+            return None
+
+    @property
+    def reference(self) -> str | None:
+        """The work's bibliography line, with its DOI, for a scholarly source."""
+        metadata = self.scholarly
+        return reference_text(metadata) if metadata else None
+
+    @property
+    def abstract_only(self) -> bool:
+        """Only the index's record and abstract were read, not the work's text."""
+        return bool(((self.metadata or {}).get("document") or {}).get("abstract_only"))
+
+    @property
+    def variant_urls(self) -> list[str]:
+        """Every address of the work this source stands for (kept for audit)."""
+        return [str(v.get("url")) for v in (self.metadata or {}).get("variants", [])]
 
 
 class ResearchEvidence(models.Model):
@@ -440,6 +468,9 @@ class WebhookDelivery(models.Model):
     def __str__(self) -> str:
         return f"{self.event} → {self.webhook}"
 
+
+# The library tables live in their own module; Django finds models through this one.
+from research.library_models import Library, LibraryDocument  # noqa: E402, F401
 
 # The tables for asking a report live beside these; importing them here registers them.
 from research.question_models import QuestionTopic, QuestionTurn, ReportSnapshot  # noqa: E402, F401

@@ -36,6 +36,7 @@ from research.engine.states import (
     resume_target,
     retry_target,
 )
+from research.libraries import LibraryError, check_policy_documents
 from research.lifecycle import run_transition
 from research.llm.clarify import CLARIFY_ANSWER_MAX_CHARS, MAX_CLARIFYING_QUESTIONS
 from research.models import ResearchEvidence, ResearchRun, ResearchSource
@@ -172,6 +173,7 @@ def run_create(
         raise RunActionError(
             f"The source controls are not valid: {_validation_sentence(exc)}."
         ) from None
+    _check_documents(owner, policy)
     if team is not None and not can_create_team_run(owner, team):
         if not Membership.objects.filter(team=team, user=owner).exists():
             raise RunActionError("You can only share research with a team you belong to.")
@@ -219,6 +221,13 @@ def run_create(
     return run
 
 
+def _check_documents(owner: User, policy: SourcePolicy) -> None:
+    try:
+        check_policy_documents(owner, policy)
+    except LibraryError as error:
+        raise RunActionError(str(error)) from None
+
+
 def _clean_clarifications(items: Sequence[dict[str, str]]) -> list[dict[str, str]]:
     kept = []
     for item in list(items)[:MAX_CLARIFYING_QUESTIONS]:
@@ -252,6 +261,7 @@ def plan_update(
             raise RunActionError(
                 f"The source controls are not valid: {_validation_sentence(exc)}."
             ) from None
+        _check_documents(run.owner, policy)
         fields["source_policy"] = policy.model_dump(mode="json")
     updated = ResearchRun.objects.filter(
         pk=run.pk, status=RunStatus.AWAITING_APPROVAL, plan_version=expected_version

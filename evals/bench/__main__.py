@@ -25,6 +25,7 @@ BENCHMARKS = (
     "telemetry",
     "extraction",
     "documents",
+    "library_search",
     "report_page",
     "api_latency",
     "live_progress",
@@ -69,6 +70,22 @@ def _print_documents(result: dict[str, Any]) -> None:
         f"  PDF reader process: one page {result['pdf_one_page_seconds']:.2f} s; "
         f"x{result['pdf_reader_ratio']} of extract_pdf in-process"
     )
+
+
+def _print_library_search(result: dict[str, Any]) -> None:
+    print(
+        f"  {result['documents']} documents ({result['library_mb']} MB, {result['passages']} "
+        f"passages) uploaded in {result['build_seconds']:.0f} s; search cold p50 "
+        f"{result['cold_p50_ms']:.0f} / p95 {result['cold_p95_ms']:.0f} ms, warm p50 "
+        f"{result['warm_p50_ms']:.1f} / p95 {result['warm_p95_ms']:.1f} ms; a cold search "
+        f"reads snapshots {result['cold_load_ms']} ms + builds BM25 {result['cold_index_ms']} ms"
+    )
+    for kind, row in result["upload_to_searchable"].items():
+        print(
+            f"  upload to searchable, {kind:<8} {row['file_mb']:.2f} MB: upload "
+            f"{row['upload_s']:.2f} s + library re-index {row['reindex_s']:.2f} s = "
+            f"{row['seconds']:.2f} s ({row['s_per_mb']:.2f} s per MB)"
+        )
 
 
 def _print_report_page(result: dict[str, Any]) -> None:
@@ -141,6 +158,10 @@ def _run(name: str, web: Any, data_dir: Path, redis_url: str) -> dict[str, Any]:
         from evals.bench.documents import measure
 
         return measure(rounds=3)
+    if name == "library_search":
+        from evals.bench.library_search import measure
+
+        return measure()
     if name == "report_page":
         from evals.bench.report_page import measure
 
@@ -163,6 +184,7 @@ PRINTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "telemetry": _print_telemetry,
     "extraction": _print_extraction,
     "documents": _print_documents,
+    "library_search": _print_library_search,
     "report_page": _print_report_page,
     "api_latency": _print_api_latency,
     "live_progress": _print_live_progress,

@@ -28,7 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evals.backends import DelayedModelClient
-from research.engine.contracts import SearchCandidate, SourceDocument, SourcePolicy
+from research.engine.contracts import (
+    ScholarlyMetadata,
+    SearchCandidate,
+    SourceDocument,
+    SourcePolicy,
+)
 from research.engine.guards import MAX_CONCURRENT_FETCHES, MAX_CONCURRENT_SEARCHES
 from research.engine.ports import CandidateDrop, ModelClient, SourceAdapter, SystemClock
 from research.engine.run.orchestrator import Orchestrator
@@ -112,11 +117,20 @@ class SlowWeb:
         """The inner adapter's verdict (no network, so no latency)."""
         return self.inner.screen(url, policy=policy)
 
-    def acquire(self, url: str, *, policy: SourcePolicy, max_bytes: int) -> SourceDocument:
+    def acquire(
+        self,
+        url: str,
+        *,
+        policy: SourcePolicy,
+        max_bytes: int,
+        work: ScholarlyMetadata | None = None,
+    ) -> SourceDocument:
         """Fetch, then wait out the latency."""
         return self.recorder.timed(
             "read",
-            lambda: self._slow(lambda: self.inner.acquire(url, policy=policy, max_bytes=max_bytes)),
+            lambda: self._slow(
+                lambda: self.inner.acquire(url, policy=policy, max_bytes=max_bytes, work=work)
+            ),
             site=hostname(url),
         )
 

@@ -12,7 +12,8 @@ serialisers; the routes are by subject:
   retry, budget);
 - ``research.api.reads``: steps, sources, evidence, the report and its exports;
 - ``research.api.shared``: the same reads behind a share link;
-- ``research.api.questions``: topics, questions and answers about a report.
+- ``research.api.questions``: topics, questions and answers about a report;
+- ``research.api.libraries``: libraries, document uploads and deletions.
 
 Importing a route module registers its routes; the order below is the order of the paths in
 the OpenAPI document, so keep it.
@@ -27,6 +28,7 @@ from research.api import plan  # noqa: F401
 from research.api import reads  # noqa: F401
 from research.api import shared  # noqa: F401
 from research.api import questions  # noqa: F401
+from research.api import libraries  # noqa: F401
 
 # isort: on
 

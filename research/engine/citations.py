@@ -21,9 +21,15 @@ from research.engine.contracts import (
     Statement,
     TextLocator,
 )
+from research.engine.markdown_text import (
+    escape_markdown,
+    escape_markdown_lines,
+    markdown_code,
+    markdown_url,
+)
 from research.engine.quality import FIRST_PARTY_LABEL
 from research.engine.support import Support, check_support
-from research.engine.urls import safe_source_url
+from research.engine.urls import is_document_url, safe_source_url
 
 EvidenceLink = Callable[[Evidence], str]
 
@@ -235,51 +241,6 @@ def describe_locator(item: Evidence) -> str:
     return ", ".join(parts)
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#!|~&])")
-_MD_BLOCK_START = re.compile(r"^([-+=>])|^(\d+)([.)])")
-
-
-def escape_markdown(text: str) -> str:
-    """Make untrusted text inert in Markdown: one line, special characters backslash-escaped,
-    block markers at the start escaped and bare URLs broken so renderers do not auto-link."""
-    line = " ".join(text.split())
-    line = _MD_SPECIAL.sub(r"\\\1", line)
-    # A leading "-", "+", ">", "=" or "1." would start a list, quote or heading underline.
-    line = _MD_BLOCK_START.sub(
-        lambda m: "\\" + m.group(1) if m.group(1) else m.group(2) + "\\" + m.group(3), line
-    )
-    line = re.sub(r"(?i)(\w)://", r"\1:\\/\\/", line)
-    return re.sub(r"(?i)\bwww\.", r"www\\.", line)
-
-
-def escape_markdown_lines(text: str, *, indent: int) -> str:
-    """Like :func:`escape_markdown`, but the line breaks of ``text`` (an excerpt of
-    consecutive blocks) stay: each line is escaped and ends with a hard break, the next is
-    indented by ``indent`` spaces so it stays inside its list item. Tabs between table cells
-    stay tabs."""
-    lines = [
-        "\t".join(escape_markdown(cell) for cell in line.split("\t"))
-        for line in text.splitlines()
-        if line.strip()
-    ]
-    return ("\\\n" + " " * indent).join(lines)
-
-
-def _markdown_code(code: str, *, indent: int) -> str:
-    """A code excerpt as a fenced block inside a list item: the fence is longer than any run
-    of backticks in the code, so nothing in it can end the block."""
-    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
-    fence = "`" * max(3, longest + 1)
-    pad = " " * indent
-    body = "\n".join(pad + line if line else "" for line in code.splitlines())
-    return f"\n\n{pad}{fence}\n{body}\n{pad}{fence}"
-
-
-def _markdown_url(url: str) -> str:
-    # Parentheses and spaces would end a Markdown link destination early.
-    return url.replace("(", "%28").replace(")", "%29").replace(" ", "%20")
-
-
 @dataclass
 class _RenderContext:
     evidence: Mapping[str, Evidence]
@@ -350,17 +311,28 @@ def render_markdown(
     if report.methodology:
         out += ["## Methodology", ""]
         out += [f"- {escape_markdown(line)}" for line in report.methodology] + [""]
-    if ctx.index.citations:
-        out += ["## Sources", ""]
-        for citation in ctx.index.citations:
-            out.append(_md_source(citation, ctx))
-        out.append("")
+    documents = [c for c in ctx.index.citations if _is_document(c, ctx)]
+    web = [c for c in ctx.index.citations if not _is_document(c, ctx)]
+    # Uploaded documents are listed apart from the web: a reader checks them in their own
+    # library, not by following a link.
+    for heading, citations in (
+        ("Documents", documents),
+        ("Web sources" if documents else "Sources", web),
+    ):
+        if citations:
+            out += [f"## {heading}", ""]
+            out += [_md_source(citation, ctx) for citation in citations] + [""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _is_document(citation: Citation, ctx: _RenderContext) -> bool:
+    source = ctx.sources.get(citation.source_id)
+    return source is not None and is_document_url(source.url)
 
 
 def _md_cites(evidence_ids: Sequence[str], ctx: _RenderContext) -> str:
     links = [
-        f"[\\[{n}\\]]({_markdown_url(_evidence_href(ctx.first_item(n), ctx.evidence_url))})"
+        f"[\\[{n}\\]]({markdown_url(_evidence_href(ctx.first_item(n), ctx.evidence_url))})"
         for n in ctx.index.numbers_for(evidence_ids)
     ]
     return (" " + "".join(links)) if links else ""
@@ -377,16 +349,20 @@ def _md_source(citation: Citation, ctx: _RenderContext) -> str:
     item = ctx.evidence[citation.evidence_ids[0]]
     title = escape_markdown((source.title if source else "") or "Untitled source")
     url = safe_source_url(source.url if source else None)
-    line = f"{citation.number}. " + (f"[{title}]({_markdown_url(url)})" if url else title)
-    if source and source.publisher:
+    line = f"{citation.number}. " + (f"[{title}]({markdown_url(url)})" if url else title)
+    if source and source.reference:
+        line += f" — {escape_markdown(source.reference)}"
+    elif source and source.publisher:
         line += f" — {escape_markdown(source.publisher)}"
     if source and source.source_class == "primary":
         # Only the first-party heuristic gives this class (research/engine/quality.py).
         line += f" · {FIRST_PARTY_LABEL}"
+    if source and source.abstract_only:
+        line += " — abstract only"
     where = describe_locator(item)
     if where:
         line += f" ({escape_markdown(where)})"
     indent = len(f"{citation.number}. ")
     if item.locator.code:
-        return line + ":" + _markdown_code(item.excerpt, indent=indent)
+        return line + ":" + markdown_code(item.excerpt, indent=indent)
     return line + f": “{escape_markdown_lines(item.excerpt, indent=indent)}”"

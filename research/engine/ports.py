@@ -23,6 +23,7 @@ from research.engine.contracts import (
     ResearchPlan,
     RunControls,
     RunSnapshot,
+    ScholarlyMetadata,
     SearchCandidate,
     SourceDocument,
     SourcePolicy,
@@ -50,6 +51,8 @@ CandidateDrop = Literal[
     "non-web port",
     "excluded domain",
     "outside the allowed domains",
+    "web not used by this run",
+    "document not chosen for this run",
 ]
 """Why a search result did not become a candidate: short fixed phrases, counted per reason in
 the search step's summary ("8 results; 3 dropped: private address not allowed")."""
@@ -145,7 +148,14 @@ class SourceAdapter(Protocol):
         :meth:`screen` and counts them, so a search never loses results silently."""
         ...
 
-    def acquire(self, url: str, *, policy: SourcePolicy, max_bytes: int) -> SourceDocument:
+    def acquire(
+        self,
+        url: str,
+        *,
+        policy: SourcePolicy,
+        max_bytes: int,
+        work: ScholarlyMetadata | None = None,
+    ) -> SourceDocument:
         """Fetch and normalise ``url``; raises :class:`AcquisitionError`."""
         ...
 

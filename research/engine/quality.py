@@ -7,7 +7,17 @@ from datetime import datetime
 from research.engine.contracts import ResearchPlan, SourceDocument, SourceQuality
 from research.engine.guards import PRIMARY_CLASSES
 from research.engine.text import STOP_WORDS
-from research.engine.urls import UnsupportedURLError, hostname, registrable_domain
+from research.engine.urls import (
+    UnsupportedURLError,
+    hostname,
+    is_document_url,
+    registrable_domain,
+)
+
+ABSTRACT_ONLY_NOTE = (
+    "Only the abstract was read: no open-access full text of this work was available, so the "
+    "snapshot is the index's record (title, authors, venue, abstract)."
+)
 
 # --------------------------------------------------------------------------------------------
 # Source quality
@@ -78,9 +88,15 @@ def classify_source(document: SourceDocument, *, now: datetime | None = None) ->
     year = (document.published_at or "")[:4]
     if year.isdigit() and now is not None:
         recency = "current" if now.year - int(year) <= 2 else "dated"
-    notes = ["Classified from the web address; not a judgement of accuracy."]
+    notes = (
+        ["An uploaded document: it has no web address to classify it by."]
+        if is_document_url(document.final_url)
+        else ["Classified from the web address; not a judgement of accuracy."]
+    )
     if document.truncated:
         notes.append("Only the first part of the page was kept (size limit).")
+    if document.abstract_only:
+        notes.append(ABSTRACT_ONLY_NOTE)
     return SourceQuality(
         source_class=source_class,  # type: ignore[arg-type]
         authority=authority,  # type: ignore[arg-type]

@@ -19,6 +19,13 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import idna
 
+from research.engine.addresses import (
+    DOCUMENT_IDENTIFIER,
+    document_address,
+    document_policy,
+    is_document_url,
+)
+
 if TYPE_CHECKING:
     from research.engine.contracts import SourcePolicy
 
@@ -26,12 +33,15 @@ __all__ = [
     "InvalidPolicyEntry",
     "PolicyDecision",
     "PolicyEntry",
+    "DOCUMENT_IDENTIFIER",
     "PolicyRefusal",
     "UnsupportedURLError",
     "canonical_url",
     "evaluate_domain_policy",
     "host_matches",
     "hostname",
+    "document_address",
+    "is_document_url",
     "is_http_url",
     "normalize_host",
     "normalize_url",
@@ -123,7 +133,13 @@ _MULTI_LABEL_SUFFIXES = frozenset(
 # fmt: on
 
 
-PolicyRefusal = Literal["not a web address", "excluded domain", "outside the allowed domains"]
+PolicyRefusal = Literal[
+    "not a web address",
+    "excluded domain",
+    "outside the allowed domains",
+    "web not used by this run",
+    "document not chosen for this run",
+]
 """Why the source policy refuses a URL, as the short fixed phrase a search step counts."""
 
 
@@ -515,6 +531,17 @@ def evaluate_domain_policy(url: str, policy: "SourcePolicy") -> PolicyDecision:
     ``full_web`` allows everything not excluded. Listed IP addresses match exactly, and an
     entry with a port matches that port only.
     """
+    document = document_policy(url, policy)
+    if document is not None:
+        allowed, reason, refusal = document
+        return PolicyDecision(allowed=allowed, preferred=allowed, reason=reason, refusal=refusal)
+    if not policy.web:
+        return PolicyDecision(
+            allowed=False,
+            preferred=False,
+            reason="This run uses its documents only, not the web.",
+            refusal="web not used by this run",
+        )
     try:
         host, port, shown = _url_host_and_port(url)
     except UnsupportedURLError as error:

@@ -3,7 +3,8 @@
 When no index names a full text we may read, the record itself is the source: title, authors,
 venue, year, identifiers and the abstract the index gave, as a plain-text snapshot with the
 same normalisation, bounds and hashing as a fetched page, so excerpts are verified against it
-like any other. The report must say that only the abstract was read (``ABSTRACT_ONLY_NOTE``).
+like any other. The snapshot is marked ``abstract_only``, so the source's quality notes and the report
+say that only the abstract was read (``research.engine.quality.ABSTRACT_ONLY_NOTE``).
 """
 
 from __future__ import annotations
@@ -16,10 +17,6 @@ from research.engine.works import reference_text
 from research.sources.errors import unsupported
 from research.sources.snapshot import SnapshotBuilder, bound_snapshot
 
-ABSTRACT_ONLY_NOTE = (
-    "Only the abstract was read: no open-access full text of this work was available, so the "
-    "snapshot is the index's record (title, authors, venue, abstract)."
-)
 ABSTRACT_HEADING = "Abstract"
 
 
@@ -58,4 +55,5 @@ def abstract_document(
         truncated=snapshot.truncated,
         content_bytes=snapshot.content_bytes,
         retrieved_at=retrieved_at or datetime.now(UTC),
+        abstract_only=True,
     )

@@ -13,18 +13,27 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Protocol
 
 import httpcore
 
 from research.engine import observe
-from research.engine.contracts import SearchCandidate, SourceDocument, SourcePolicy
+from research.engine.contracts import (
+    ScholarlyMetadata,
+    SearchCandidate,
+    SourceDocument,
+    SourcePolicy,
+)
 from research.engine.ports import CandidateDrop
 from research.engine.urls import (
     UnsupportedURLError,
     evaluate_domain_policy,
     hostname,
+    is_document_url,
     registrable_domain,
 )
+from research.engine.works import collapse_candidates
+from research.sources.abstracts import abstract_document
 from research.sources.config import SourcesConfig
 from research.sources.errors import SourceError, blocked, failed
 from research.sources.extract import extract_document
@@ -40,8 +49,22 @@ from research.sources.resilience import (
 from research.sources.responses import FetchResponse
 from research.sources.safe_fetch import SafeFetcher
 from research.sources.search import SearchService
+from research.sources.snapshot import bound_snapshot
 
 logger = logging.getLogger(__name__)
+
+
+class DocumentCatalog(Protocol):
+    """The uploaded documents a source policy names (implemented on the library tables by
+    ``research.worker.documents``)."""
+
+    def search(self, query: str, *, policy: SourcePolicy, limit: int) -> list[SearchCandidate]:
+        """Documents of the policy whose passages match ``query``, best first."""
+        ...
+
+    def load(self, url: str, *, policy: SourcePolicy) -> SourceDocument | None:
+        """The stored snapshot of the document at ``url`` (``None`` when it is gone)."""
+        ...
 
 
 class WebSourceAdapter:
@@ -66,8 +89,10 @@ class WebSourceAdapter:
         sleep: Callable[[float], None] = time.sleep,
         rng: Callable[[], float] = random.random,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        documents: DocumentCatalog | None = None,
     ) -> None:
         self.config = config
+        self._documents = documents
         self._fetcher = SafeFetcher(
             config, resolver=resolver, network_backend=network_backend, clock=clock
         )
@@ -112,17 +137,62 @@ class WebSourceAdapter:
         """Search for ``query`` and return ranked results, those the policy allows first
         (the engine drops and counts the others through ``screen``).
 
-        Raises ``AcquisitionError`` (kind ``failed``) when no provider answers.
+        With documents in the policy, the chosen documents' best matches come first; the web
+        is searched only when the policy includes it. Raises ``AcquisitionError`` (kind
+        ``failed``) when no provider answers and no document matched.
         """
+        found: list[SearchCandidate] = []
+        if policy.uses_documents and self._documents is not None:
+            found = self._documents.search(query, policy=policy, limit=limit)
+        if not policy.web:
+            return found
         try:
-            return self._search.discover(query, policy=policy, limit=limit, providers=providers)
+            web = self._search.discover(query, policy=policy, limit=limit, providers=providers)
         except SourceError:
+            if found:
+                return found
             raise
         except Exception as error:  # a provider bug must not end the run
             logger.exception("Search for %r failed unexpectedly", query)
+            if found:
+                return found
             raise failed(f"The search failed unexpectedly ({type(error).__name__}).") from error
+        # Scholarly results for one work (publisher page, preprint, PDF, index records)
+        # become one candidate with every address kept (research.engine.works).
+        return [*found, *collapse_candidates(web)]
 
-    def acquire(self, url: str, *, policy: SourcePolicy, max_bytes: int) -> SourceDocument:
+    def _acquire_document(
+        self, url: str, *, policy: SourcePolicy, max_bytes: int
+    ) -> SourceDocument:
+        self._check_policy(url, policy)
+        document = self._documents.load(url, policy=policy) if self._documents else None
+        if document is None:
+            raise failed("This document was deleted from its library, or cannot be read here.")
+        if document.content_bytes <= max_bytes:
+            return document
+        snapshot = bound_snapshot(
+            document.text, document.headings, document.pages, max_bytes, document.blocks
+        )
+        return document.model_copy(
+            update={
+                "text": snapshot.text,
+                "headings": snapshot.headings,
+                "pages": snapshot.pages,
+                "blocks": snapshot.blocks,
+                "content_hash": snapshot.content_hash,
+                "content_bytes": snapshot.content_bytes,
+                "truncated": True,
+            }
+        )
+
+    def acquire(
+        self,
+        url: str,
+        *,
+        policy: SourcePolicy,
+        max_bytes: int,
+        work: ScholarlyMetadata | None = None,
+    ) -> SourceDocument:
         """Fetch ``url`` and return its normalised snapshot of at most ``max_bytes`` bytes.
 
         The source policy is checked for the URL and for every redirect target.
@@ -130,10 +200,35 @@ class WebSourceAdapter:
         everything else raises ``AcquisitionError`` at once. The whole
         acquisition, retries and their waits included, ends within the
         configured total time limit.
+
+        ``work`` is what a scholarly index said about the work at ``url``: when it names no
+        open-access full text, or that text cannot be read, the index's record (with its
+        abstract) is the snapshot, marked ``abstract_only``. A ``document://`` address is
+        read from the library (``DocumentCatalog``).
         """
         if max_bytes < 1:
             raise ValueError("max_bytes must be at least 1.")
+        if is_document_url(url):
+            return self._acquire_document(url, policy=policy, max_bytes=max_bytes)
         self._check_policy(url, policy)
+        has_abstract = work is not None and bool(work.abstract)
+        if has_abstract and work.full_text_url is None:
+            return self._abstract(url, work, max_bytes)
+        try:
+            return self._fetch(url, policy=policy, max_bytes=max_bytes)
+        except SourceError:
+            if not has_abstract:
+                raise
+            logger.info("The full text at %s could not be read; using the abstract.", url)
+            return self._abstract(url, work, max_bytes)
+
+    def _abstract(self, url: str, work: ScholarlyMetadata, max_bytes: int) -> SourceDocument:
+        record = SearchCandidate(
+            url=url, title=work.title, provider="scholarly", rank=1, scholarly=work
+        )
+        return abstract_document(record, max_bytes=max_bytes, retrieved_at=self._now())
+
+    def _fetch(self, url: str, *, policy: SourcePolicy, max_bytes: int) -> SourceDocument:
         # Timed and traced for telemetry as one "web" fetch: never labelled by its address.
         started = time.monotonic()
         outcome = "error"
@@ -183,7 +278,7 @@ class WebSourceAdapter:
         The page fetcher's own checks decide (with the operator's allow-list, so an
         allow-listed intranet address is kept), then the source policy.
         """
-        drop = self._fetcher.screen_url(url)
+        drop = None if is_document_url(url) else self._fetcher.screen_url(url)
         if drop is not None:
             return drop
         return evaluate_domain_policy(url, policy).refusal

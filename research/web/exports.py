@@ -57,6 +57,7 @@ _SOURCE_FIELDS = (
     "source__status",
     "source__kind",
     "source__quality",
+    "source__metadata",
 )
 _EVIDENCE_FIELDS = (
     "id",
@@ -190,6 +191,22 @@ class ReportDocument:
     @property
     def extractive(self) -> bool:
         return self.report.mode == "extractive"
+
+    @property
+    def document_citations(self) -> list[CitationEntry]:
+        """Citations of uploaded documents, listed apart from the web's."""
+        return [c for c in self.citations if c.source.kind == ResearchSource.Kind.UPLOAD]
+
+    @property
+    def web_citations(self) -> list[CitationEntry]:
+        return [c for c in self.citations if c.source.kind != ResearchSource.Kind.UPLOAD]
+
+    @property
+    def citation_groups(self) -> list[tuple[str, list[CitationEntry]]]:
+        """(heading, citations): documents first, then the web ("Sources" when alone)."""
+        documents, web = self.document_citations, self.web_citations
+        groups = [("Documents", documents), ("Web sources" if documents else "Sources", web)]
+        return [(heading, entries) for heading, entries in groups if entries]
 
 
 def stored_report(run: ResearchRun) -> Report | None:

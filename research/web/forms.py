@@ -31,7 +31,8 @@ from research.engine.contracts import (
 from research.engine.guards import budget_for
 from research.engine.outcomes import OUTCOME_FILTERS, OutcomeFilter
 from research.engine.urls import InvalidPolicyEntry
-from research.models import ResearchRun
+from research.libraries import visible_libraries
+from research.models import LibraryDocument, ResearchRun
 from research.report_templates import REPORT_TEMPLATES
 from research.services import (
     CLIENT_REQUEST_ID_MAX_CHARS,
@@ -42,6 +43,8 @@ from research.services import (
 from research.web.search import search_runs
 
 MAX_DOMAINS = 50
+# The parts of a source policy that choose uploaded documents (made in the composer).
+DOCUMENT_FIELDS = ("documents", "library_id", "document_ids", "web")
 MAX_PLAN_QUESTIONS = PLAN_QUESTIONS_MAX
 # A domain name has at most 253 characters; one separator follows each.
 DOMAINS_MAX_CHARS = MAX_DOMAINS * 254
@@ -169,6 +172,15 @@ class ComposerForm(forms.Form):
     )
     domains = domain_list_field("The list of domains")
     excluded_domains = domain_list_field("The list of excluded domains")
+    library = forms.ChoiceField(
+        required=False,
+        error_messages={"invalid_choice": "Choose one of your libraries, or no library."},
+    )
+    document_ids = forms.MultipleChoiceField(
+        required=False,
+        error_messages={"invalid_choice": "Choose documents from your libraries."},
+    )
+    documents_only = forms.BooleanField(required=False)
     team = TeamChoiceField(
         queryset=Team.objects.none(),
         required=False,
@@ -198,6 +210,9 @@ class ComposerForm(forms.Form):
     def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["team"].queryset = editable_teams(user)
+        libraries, documents = library_choices(user)
+        self.fields["library"].choices = [("", "No documents"), *libraries]
+        self.fields["document_ids"].choices = documents
         if not depth_allowed(self.fields["depth"].initial):
             self.fields["depth"].initial = settings.RESEARCH_MAX_DEPTH
 
@@ -231,16 +246,37 @@ class ComposerForm(forms.Form):
         shared = data.get("visibility") == ResearchRun.Visibility.TEAM
         if shared and not data.get("team") and "team" not in self.errors:
             self.add_error("team", "Choose the team to share this research with.")
+        if data.get("documents_only") and not (data.get("library") or data.get("document_ids")):
+            self.add_error(None, "Choose a library or documents to research without the web.")
         return data
 
     def source_policy(self) -> dict[str, Any]:
         """The run's source policy (``SourcePolicy`` contract) from the cleaned form."""
         mode = self.cleaned_data["source_mode"]
-        return {
+        policy: dict[str, Any] = {
             "mode": mode,
             "domains": self.cleaned_data["domains"] if mode != "full_web" else [],
             "excluded_domains": self.cleaned_data["excluded_domains"],
+            "web": not self.cleaned_data.get("documents_only"),
         }
+        if self.cleaned_data.get("document_ids"):
+            policy.update(documents="selected", document_ids=self.cleaned_data["document_ids"])
+        elif self.cleaned_data.get("library"):
+            policy.update(documents="library", library_id=self.cleaned_data["library"])
+        return policy
+
+
+def library_choices(user: User) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The libraries and the documents ``user`` may research with, as form choices."""
+    libraries = visible_libraries(user)
+    documents = LibraryDocument.objects.filter(library__in=libraries).select_related("library")
+    return (
+        [
+            (str(lib.pk), lib.name if lib.team_id is None else f"{lib.name} ({lib.team})")
+            for lib in libraries
+        ],
+        [(str(doc.pk), f"{doc} — {doc.library}") for doc in documents],
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -332,17 +368,22 @@ class PlanForm(forms.Form):
     def clean_excluded_domains(self) -> list[str]:
         return parse_domains(self.cleaned_data["excluded_domains"])
 
-    def source_policy(self) -> dict[str, Any] | None:
-        """The edited source policy, or None when the form did not include the controls."""
+    def source_policy(self, current: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The edited source policy, or None when the form did not include the controls.
+
+        The plan review edits the web controls; the run's choice of documents (``current``,
+        its stored policy) is kept as it was."""
         mode = self.cleaned_data.get("source_mode")
         if not mode:
             return None
         if mode != "full_web" and not self.cleaned_data.get("domains"):
             raise forms.ValidationError("List at least one domain for this source setting.")
+        kept = {key: value for key, value in (current or {}).items() if key in DOCUMENT_FIELDS}
         return {
             "mode": mode,
             "domains": self.cleaned_data["domains"] if mode != "full_web" else [],
             "excluded_domains": self.cleaned_data["excluded_domains"],
+            **kept,
         }
 
     def _date(self, name: str) -> str:

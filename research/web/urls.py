@@ -1,6 +1,6 @@
 from django.urls import path
 
-from research.web import questions, reports, usage, views
+from research.web import libraries, questions, reports, usage, views
 
 app_name = "research"
 
@@ -60,6 +60,11 @@ urlpatterns = [
         )
         for section in _SECTIONS
     ],
+    path("libraries/", libraries.library_list, name="library_list"),
+    path("libraries/<uuid:library_id>/", libraries.library_detail, name="library_detail"),
+    path("libraries/<uuid:library_id>/delete/", libraries.library_delete, name="library_delete"),
+    path("documents/<uuid:document_id>/", libraries.document_detail, name="document_detail"),
+    path("documents/<uuid:document_id>/delete/", libraries.document_delete, name="document_delete"),
     *_question_paths("runs/<uuid:run_id>", ""),
     path(
         "runs/<uuid:run_id>/questions/link-asking/",

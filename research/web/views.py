@@ -265,7 +265,7 @@ def _plan_save(
 ) -> tuple[ResearchRun, bool]:
     """Save what the editor holds (``services.plan_save``), approving it if asked."""
     try:
-        policy = editor.form.source_policy()
+        policy = editor.form.source_policy(current=run.source_policy)
     except forms.ValidationError as exc:
         raise RunActionError(" ".join(exc.messages)) from None
     return services.plan_save(

@@ -35,6 +35,7 @@ from research.sources.config import sources_config_from_settings
 from research.worker import webhooks
 from research.worker.answers import ANSWER_TIME_LIMIT_SECONDS, answer_turn
 from research.worker.crashes import clear_crashes, record_crash
+from research.worker.documents import LibraryCatalog
 from research.worker.events import ChannelLayerEvents
 from research.worker.leases import Heartbeat, claim_run, new_owner_id, release_lease
 from research.worker.store import DjangoStore
@@ -57,7 +58,7 @@ def build_orchestrator(
     return Orchestrator(
         store=DjangoStore(lease_owner=lease_owner),
         model=client,
-        sources=WebSourceAdapter(sources_config_from_settings()),
+        sources=WebSourceAdapter(sources_config_from_settings(), documents=LibraryCatalog()),
         events=telemetry.ObservedEvents(ChannelLayerEvents()),
         clock=SystemClock(),
         # A backend with a language model verifies findings; the extractive one is no Verifier.

@@ -45,10 +45,18 @@ from research.engine.ports import AcquisitionErrorKind, LeaseLost
 from research.engine.run.planning import clarification_line
 from research.engine.states import RunStatus
 from research.engine.steps import StepInput, StepPayload
-from research.engine.urls import UnsupportedURLError, canonical_url, hostname, url_hash
+from research.engine.urls import (
+    UnsupportedURLError,
+    canonical_url,
+    hostname,
+    is_document_url,
+    url_hash,
+)
+from research.engine.works import work_identity
 from research.lifecycle import steps_cancel_unfinished, transition
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
 from research.report_templates import template_sections
+from research.sources.documents.addresses import document_url_hash
 from research.worker.leases import release_lease, renew_lease
 from research.worker.shutdown import SHUTTING_DOWN
 from research.worker.snapshots import snapshot_freeze
@@ -300,30 +308,27 @@ class DjangoStore:
         recorded: list[ResearchSource] = []
         with self._write(run_id):
             for candidate in candidates:
+                uploaded = is_document_url(candidate.url)
                 try:
-                    canonical = canonical_url(candidate.url)
+                    canonical = candidate.url if uploaded else canonical_url(candidate.url)
                 except UnsupportedURLError:
                     continue  # a provider returned something that is not a web page
-                digest = url_hash(canonical)
+                digest = document_url_hash(canonical) if uploaded else url_hash(canonical)
                 source = ResearchSource.objects.filter(
                     run_id=run_id, canonical_url_hash=digest
                 ).first()
                 if source is None:
                     source = ResearchSource.objects.create(
                         run_id=run_id,
+                        kind=ResearchSource.Kind.UPLOAD if uploaded else ResearchSource.Kind.WEB,
                         url=candidate.url[:2000],
                         canonical_url=canonical[:2000],
                         canonical_url_hash=digest,
                         title=candidate.title[:500],
-                        domain=hostname(candidate.url)[:255],
+                        domain="" if uploaded else hostname(candidate.url)[:255],
                         published_at=(candidate.published_at or "")[:40],
                         discovered_by_step_id=step_id,
-                        metadata={
-                            "snippet": candidate.snippet,
-                            "provider": candidate.provider,
-                            "rank": candidate.rank,
-                            "provider_ranks": candidate.provider_ranks,
-                        },
+                        metadata=_candidate_metadata(candidate),
                     )
                 recorded.append(source)
             self._finish_step(
@@ -361,7 +366,9 @@ class DjangoStore:
                 if duplicate_of
                 else ResearchSource.Status.FETCHED,
                 duplicate_of_id=duplicate_of,
-                kind=_SOURCE_KIND[document.kind],
+                kind=ResearchSource.Kind.UPLOAD
+                if is_document_url(document.canonical_url)
+                else _SOURCE_KIND[document.kind],
                 title=(document.title or "")[:500],
                 publisher=(document.publisher or "")[:200],
                 author=(document.author or "")[:300],
@@ -483,6 +490,7 @@ def _merged_metadata(source_id: str, document: SourceDocument) -> dict:
         "headings": [h.model_dump(mode="json") for h in document.headings],
         "pages": [p.model_dump(mode="json") for p in document.pages],
         "declared_canonical_url": document.declared_canonical_url,
+        "abstract_only": document.abstract_only,
     }
     return metadata
 
@@ -506,6 +514,23 @@ def _step_record(step: ResearchStep) -> StepRecord:
     )
 
 
+def _candidate_metadata(candidate: SearchCandidate) -> dict[str, object]:
+    metadata: dict[str, object] = {
+        "snippet": candidate.snippet,
+        "provider": candidate.provider,
+        "rank": candidate.rank,
+        "provider_ranks": candidate.provider_ranks,
+    }
+    if candidate.scholarly is not None:
+        # Authors, venue, year and identifiers are shown with the source and in the
+        # bibliography; the work keys keep copies of one paper in one independence cluster.
+        metadata["scholarly"] = candidate.scholarly.model_dump(mode="json", exclude_none=True)
+        metadata["work_ids"] = work_identity(candidate).keys()
+    if candidate.variants:
+        metadata["variants"] = [v.model_dump(mode="json") for v in candidate.variants]
+    return metadata
+
+
 def _source_record(source: ResearchSource) -> SourceRecord:
     metadata = source.metadata or {}
     return SourceRecord(
@@ -525,6 +550,8 @@ def _source_record(source: ResearchSource) -> SourceRecord:
         duplicate_of=str(source.duplicate_of_id) if source.duplicate_of_id else None,
         status_reason=source.last_error,
         declared_canonical_url=(metadata.get("document") or {}).get("declared_canonical_url"),
+        work_ids=[str(key) for key in metadata.get("work_ids", [])],
+        scholarly=source.scholarly,
     )
 
 

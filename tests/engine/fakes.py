@@ -30,6 +30,7 @@ from research.engine.contracts import (
     ResearchBrief,
     ResearchDecision,
     ResearchPlan,
+    ScholarlyMetadata,
     SearchAction,
     SearchCandidate,
     SourceDocument,
@@ -170,7 +171,14 @@ class MemoryWeb:
                 return "private address not allowed"
         return evaluate_domain_policy(url, policy).refusal
 
-    def acquire(self, url: str, *, policy: SourcePolicy, max_bytes: int) -> SourceDocument:
+    def acquire(
+        self,
+        url: str,
+        *,
+        policy: SourcePolicy,
+        max_bytes: int,
+        work: ScholarlyMetadata | None = None,
+    ) -> SourceDocument:
         self.fetches.append(url)
         if self.on_acquire is not None:
             self.on_acquire(url)

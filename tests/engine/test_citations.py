@@ -8,9 +8,16 @@ from research.engine.citations import (
     number_citations,
     render_markdown,
 )
-from research.engine.contracts import Evidence, PdfLocator, Report, SourceSummary
+from research.engine.contracts import (
+    Evidence,
+    PdfLocator,
+    Report,
+    ScholarlyMetadata,
+    SourceSummary,
+)
 from research.engine.ports import ModelError
 from research.engine.review import UNSUPPORTED_LABEL, finalize_report
+from research.engine.works import reference_text
 from tests.engine.factories import make_evidence
 
 GDP = make_evidence("France's GDP was 2.8 trillion euros in 2023.", source_id="s1", claim_key="gdp")
@@ -264,6 +271,36 @@ def test_markdown_has_numbered_citations_and_a_sources_list() -> None:
     assert "1. [National accounts 2023](https://insee.fr/en/accounts) — INSEE" in markdown
     assert "2. [Economic outlook](https://oecd.org/outlook):" in markdown
     assert "## Gaps\n\n- (q2) No regional breakdown was found." in markdown
+
+
+def test_the_bibliography_lists_the_doi_and_says_when_only_the_abstract_was_read() -> None:
+    work = ScholarlyMetadata(
+        doi="10.5555/na.2023", title="National accounts", authors=["A. Author"], year=2023
+    )
+    sources = {
+        **SOURCES,
+        "s1": SOURCES["s1"].model_copy(
+            update={"reference": reference_text(work), "abstract_only": True}
+        ),
+    }
+    markdown = render_markdown(_valid_report(), evidence=EVIDENCE, sources=sources)
+    line = next(line for line in markdown.splitlines() if line.startswith("1. "))
+    # Markdown escapes: rendered, the line reads "A. Author (2023). … https://doi.org/…".
+    assert "A. Author \\(2023\\)" in line and "doi.org/10.5555/na.2023" in line
+    assert "— abstract only" in line
+
+
+def test_uploaded_documents_are_listed_apart_from_web_sources() -> None:
+    sources = {
+        **SOURCES,
+        "s2": SOURCES["s2"].model_copy(update={"url": "document://lib-1/doc-1"}),
+    }
+    markdown = render_markdown(_valid_report(), evidence=EVIDENCE, sources=sources)
+    documents = markdown.index("## Documents")
+    web = markdown.index("## Web sources")
+    assert "## Sources" not in markdown
+    assert documents < markdown.index("2. Economic outlook") < web
+    assert web < markdown.index("1. [National accounts 2023]")
 
 
 def test_evidence_url_builder_is_used_for_citation_links() -> None:

@@ -506,7 +506,9 @@ def test_searches_and_fetches_respect_the_concurrency_limits() -> None:
             )
         return finish_decision()
 
-    world = build(pages=pages, results=results, decide=wide, delay=0.15)  # long enough for the pool to overlap calls on a loaded machine
+    world = build(
+        pages=pages, results=results, decide=wide, delay=0.15
+    )  # long enough for the pool to overlap calls on a loaded machine
     world.advance()
     assert world.web.peak["search"] == 2
     assert 2 <= world.web.peak["fetch"] <= 3

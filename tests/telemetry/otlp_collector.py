@@ -66,9 +66,7 @@ def serve_collector() -> Iterator[Collector]:
                                     span_id=span.span_id,
                                     parent_span_id=span.parent_span_id,
                                     name=span.name,
-                                    attributes={
-                                        a.key: _value(a.value) for a in span.attributes
-                                    },
+                                    attributes={a.key: _value(a.value) for a in span.attributes},
                                 )
                             )
             answer = ExportTraceServiceResponse().SerializeToString()

@@ -86,6 +86,7 @@ def test_one_run_makes_one_trace_with_phase_spans_and_no_source_text(owner, web,
             else:
                 assert value in closed, (key, value)
 
+
 def test_text_and_unknown_keys_never_become_attributes():
     kept = safe_attributes(
         {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import pytest
 from django.contrib.contenttypes.models import ContentType
@@ -21,7 +22,16 @@ from django.urls.resolvers import RegexPattern, RoutePattern
 
 from accounts.models import Invitation, Membership, Team, User
 from accounts.services import api_token_create, invitation_create
-from research.models import QuestionTurn, ResearchEvidence, ResearchRun, ResearchSource, Webhook
+from research import libraries
+from research.engine.contracts import SourceDocument
+from research.models import (
+    LibraryDocument,
+    QuestionTurn,
+    ResearchEvidence,
+    ResearchRun,
+    ResearchSource,
+    Webhook,
+)
 from research.questions import topic_create
 from tests.web.factories import completed_run
 
@@ -100,11 +110,34 @@ def real_values(owner, team) -> dict[str, str]:
     hook = Webhook.objects.create(
         owner=owner, url="https://example.org/hook", events=["run.completed"], secret="s"
     )
+    library = libraries.library_create(user=owner, name="Walk", team=team)
+    document = LibraryDocument.objects.create(
+        library=library,
+        name="notes.md",
+        file="libraries/walk/notes",
+        size_bytes=1,
+        file_sha256="0" * 64,
+        mime_type="text/markdown",
+        snapshot=SourceDocument(
+            requested_url="document://walk/notes",
+            final_url="document://walk/notes",
+            canonical_url="document://walk/notes",
+            canonical_url_hash="0" * 64,
+            content_hash="0" * 64,
+            mime_type="text/markdown",
+            kind="text",
+            text="Notes.",
+            content_bytes=6,
+            retrieved_at=datetime.now(UTC),
+        ).model_dump(mode="json"),
+    )
     topic = topic_create(run=run, title="Walk", user=owner)
     turn = QuestionTurn.objects.create(
         topic=topic, question="Asked?", status=QuestionTurn.Status.FAILED
     )
     return {
+        "library_id": str(library.pk),
+        "document_id": str(document.pk),
         "run_id": str(run.pk),
         "source_id": str(source.pk),
         "evidence_id": evidence.pk,

@@ -8,7 +8,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from research import services
+from research import libraries, services
 from research.models import ResearchRun
 from research.report_templates import template_sections
 from research.web.plan_editor import stored_initial
@@ -282,6 +282,20 @@ def test_source_policy_is_editable_until_approval_and_saved_as_a_new_version(run
     assert run.plan_version == 2
     assert run.source_policy["mode"] == "only_domains"
     assert run.source_policy["domains"] == ["stats.example.org", "iea.org"]
+
+
+def test_editing_the_web_controls_keeps_the_runs_documents(run, client_for):
+    library = libraries.library_create(user=run.owner, name="Mine")
+    policy = {"documents": "library", "library_id": library.address_id, "web": False}
+    ResearchRun.objects.filter(pk=run.pk).update(source_policy=policy)
+    run.refresh_from_db()
+    client_for(run.owner).post(
+        plan_url(run), form_data(run, source_mode="full_web", excluded_domains="spam.example")
+    )
+    run.refresh_from_db()
+    assert run.source_policy["excluded_domains"] == ["spam.example"]
+    assert (run.source_policy["documents"], run.source_policy["web"]) == ("library", False)
+    assert run.source_policy["library_id"] == library.address_id
 
 
 def test_a_malformed_domain_in_plan_review_is_refused_and_changes_nothing(run, client_for):

@@ -15,6 +15,7 @@ from research.engine.contracts.base import (
     Stance,
     _Part,
 )
+from research.engine.contracts.sources import ScholarlyMetadata
 
 # --------------------------------------------------------------------------------------------
 # Evidence
@@ -143,6 +144,8 @@ class SourceRecord(Contract):
     # Keys of the scholarly work the source is a copy of (``doi:…``, ``arxiv:…``; see
     # ``works.WorkIdentity.keys``): two copies of one paper are not independent.
     work_ids: list[str] = Field(default_factory=list)
+    # What a scholarly index said about the work (read when no open-access text is named).
+    scholarly: ScholarlyMetadata | None = None
 
 
 class ContradictionPosition(_Part):

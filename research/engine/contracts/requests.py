@@ -151,6 +151,9 @@ class SourceSummary(Contract):
     publisher: str | None = None
     published_at: str | None = None
     source_class: SourceClass = "unknown"
+    # A scholarly work's bibliography line (authors, year, title, venue, DOI and other ids).
+    reference: str | None = None
+    abstract_only: bool = False
 
 
 class SynthesisRequest(Contract):

@@ -13,20 +13,51 @@ from research.engine.identifiers import (
     normalize_pmid,
     parse_arxiv_id,
 )
-from research.engine.urls import is_http_url
+from research.engine.urls import DOCUMENT_IDENTIFIER, is_http_url
 
 # --------------------------------------------------------------------------------------------
 # Source policy and discovery
 # --------------------------------------------------------------------------------------------
 
 
+# A run searches at most this many hand-picked documents; a larger choice is a whole library.
+POLICY_MAX_DOCUMENTS = 200
+
+
 class SourcePolicy(Contract):
-    """Which web domains (or addresses, see :func:`normalize_domain`) a run may use.
-    Excluded domains always win over listed ones."""
+    """Which web domains (or addresses, see :func:`normalize_domain`) and which uploaded
+    documents a run may use. Excluded domains always win over listed ones.
+
+    ``documents`` is ``none`` (the web only), ``selected`` (the documents in
+    ``document_ids``) or ``library`` (every document of ``library_id``); ``web`` says whether
+    the web is searched as well. Identifiers are those of ``document://`` addresses; who may
+    name which library is checked where a policy is saved (``research.services``).
+    """
 
     mode: Literal["full_web", "only_domains", "prefer_domains"] = "full_web"
     domains: list[str] = Field(default_factory=list)
     excluded_domains: list[str] = Field(default_factory=list)
+    documents: Literal["none", "selected", "library"] = "none"
+    library_id: Annotated[str, Field(pattern=DOCUMENT_IDENTIFIER)] | None = None
+    document_ids: Annotated[
+        list[Annotated[str, Field(pattern=DOCUMENT_IDENTIFIER)]],
+        Field(max_length=POLICY_MAX_DOCUMENTS),
+    ] = Field(default_factory=list)
+    web: bool = True
+
+    @model_validator(mode="after")
+    def _documents_named(self) -> "SourcePolicy":
+        if self.documents == "library" and not self.library_id:
+            raise ValueError("a library must be chosen when documents is library")
+        if self.documents == "selected" and not self.document_ids:
+            raise ValueError("at least one document must be chosen when documents is selected")
+        if self.documents == "none" and not self.web:
+            raise ValueError("a run needs the web, documents, or both")
+        return self
+
+    @property
+    def uses_documents(self) -> bool:
+        return self.documents != "none"
 
     @field_validator("domains", "excluded_domains")
     @classmethod
@@ -238,3 +269,6 @@ class SourceDocument(Contract):
     # A canonical link the page declared on *another* site: evidence of syndication, used by
     # the independence clustering even though canonical_url stays on the fetched site.
     declared_canonical_url: str | None = None
+    # The snapshot is a scholarly index's record (title, authors, abstract), not the work's
+    # text: no open-access full text could be read. Reports say so.
+    abstract_only: bool = False

@@ -28,6 +28,7 @@ from research.engine.urls import (
     canonical_url,
     evaluate_domain_policy,
     hostname,
+    is_document_url,
     registrable_domain,
 )
 
@@ -35,6 +36,8 @@ _S = RunStatus
 
 
 def domain_of(url: str) -> str:
+    if is_document_url(url):
+        return "a library document"
     try:
         return hostname(url)
     except UnsupportedURLError:
@@ -206,7 +209,8 @@ class Execution(Phase):
         for candidate in candidates:
             reason: CandidateDrop | None
             try:
-                canonical_url(candidate.url)
+                if not is_document_url(candidate.url):
+                    canonical_url(candidate.url)
             except UnsupportedURLError:
                 reason = "not a web address"
             else:
@@ -312,6 +316,7 @@ class Execution(Phase):
                 source.url,
                 policy=run.policy,
                 max_bytes=max_bytes,
+                work=source.scholarly,
             )
             return job
         # The source was acquired (or refused) before an interruption: its outcome is stored,

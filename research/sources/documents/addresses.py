@@ -15,11 +15,12 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from research.engine.urls import DOCUMENT_IDENTIFIER, document_address
+
 DOCUMENT_SCHEME = "document"
 _PREFIX = f"{DOCUMENT_SCHEME}://"
 # Long enough for a UUID with hyphens or a prefixed database id, short enough to show.
-_IDENTIFIER = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-_ADDRESS = re.compile(r"^document://([a-z0-9][a-z0-9_-]{0,63})/([a-z0-9][a-z0-9_-]{0,63})$")
+_IDENTIFIER = re.compile(DOCUMENT_IDENTIFIER)
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,8 @@ def document_url(library: str, document: str) -> str:
 
 def parse_document_url(url: str) -> DocumentAddress | None:
     """The library and document of a ``document://`` address, or ``None`` for anything else."""
-    match = _ADDRESS.match(url)
-    return DocumentAddress(match.group(1), match.group(2)) if match else None
+    parts = document_address(url)
+    return DocumentAddress(*parts) if parts else None
 
 
 def is_document_url(url: str) -> bool:

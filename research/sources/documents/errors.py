@@ -8,6 +8,7 @@ RefusalCode = Literal[
     "empty",  # 0 bytes
     "too_large",  # over the per-file limit
     "library_full",  # would take the library over its limit
+    "duplicate",  # the same bytes are already in the library
     "unsupported_format",  # not one of the five formats, or an extension we do not read
     "wrong_extension",  # the name says one format, the bytes are another
     "text_encoding",  # text that is neither UTF-8 nor UTF-16/32 with a byte-order mark
