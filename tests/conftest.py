@@ -19,6 +19,18 @@ def make_user(username: str, **extra: object) -> User:
     return User.objects.create_user(username=username, password=PASSWORD, **extra)
 
 
+@pytest.fixture(autouse=True)
+def worker_not_shutting_down() -> Iterator[None]:
+    """A Dramatiq worker stopped in this process by an earlier test (a queue-outage or a
+    question-worker test) leaves research.worker.shutdown.SHUTTING_DOWN set, and every later
+    in-process run or answer then stops at once ("This worker is shutting down"). Each test
+    starts from a worker that is not shutting down, whatever ran before."""
+    from research.worker.shutdown import SHUTTING_DOWN
+
+    SHUTTING_DOWN.clear()
+    yield
+
+
 @pytest.fixture
 def owner(db) -> User:
     return make_user("alice")

@@ -35,14 +35,3 @@ def api_for(token_for):
 
     return build
 
-
-@pytest.fixture(autouse=True)
-def worker_not_shutting_down():
-    """A Dramatiq worker stopped in this process by an earlier test (tests/web/test_queue_outage)
-    leaves research.worker.shutdown.SHUTTING_DOWN set, and every later in-process run then stops at once
-    ("This worker is shutting down"). These tests drive runs in-process, so start from a worker
-    that is not shutting down, whatever ran before."""
-    from research.worker.shutdown import SHUTTING_DOWN
-
-    SHUTTING_DOWN.clear()
-    yield

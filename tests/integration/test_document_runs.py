@@ -23,16 +23,6 @@ from tests.research.documents import use_document_storage
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(autouse=True)
-def worker_not_shutting_down():
-    """A Dramatiq worker stopped in this process by an earlier test leaves
-    research.worker.shutdown.SHUTTING_DOWN set, and every later in-process run then stops at
-    once. These tests drive runs in-process, so start from a worker that is not shutting down."""
-    from research.worker.shutdown import SHUTTING_DOWN
-
-    SHUTTING_DOWN.clear()
-    yield
-
 
 INSPECTION_PDF = PdfSource(
     title="Reservoir Dam Inspection 2024",

@@ -24,16 +24,6 @@ ARXIV_PDF = "https://arxiv.org/pdf/2403.01234v1"
 DEFROST_DOI = "10.5555/nhj.2024.0107"
 
 
-@pytest.fixture(autouse=True)
-def worker_not_shutting_down():
-    """A Dramatiq worker stopped in this process by an earlier test leaves
-    research.worker.shutdown.SHUTTING_DOWN set, and every later in-process run then stops at
-    once. These tests drive runs in-process, so start from a worker that is not shutting down."""
-    from research.worker.shutdown import SHUTTING_DOWN
-
-    SHUTTING_DOWN.clear()
-    yield
-
 
 def adapter(web: FrozenWeb, providers: list[str]) -> WebSourceAdapter:
     return WebSourceAdapter(web.sources_config(), providers=providers)

@@ -17,14 +17,3 @@ def metrics_on(settings):
     yield settings.METRICS_TOKEN
     telemetry.configure(metrics=False, tracing=None)
 
-
-@pytest.fixture(autouse=True)
-def worker_not_shutting_down():
-    """As in tests/api/conftest.py: a Dramatiq worker stopped in this process by an earlier test
-    (tests/web/test_queue_outage) leaves SHUTTING_DOWN set, and an in-process run then stops at
-    once. The tracing test drives a run in-process, so it starts from a worker that is not
-    shutting down, whatever ran before."""
-    from research.worker.shutdown import SHUTTING_DOWN
-
-    SHUTTING_DOWN.clear()
-    yield
