@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.test import override_settings
 from django.urls import reverse
 
 from research.engine.contracts import (
@@ -24,23 +23,11 @@ from research.engine.contracts import (
 )
 from research.engine.quoted_report import write_extractive_report
 from research.engine.review import UNVERIFIED_LABEL
-from research.llm.scripted import ScriptedModelClient
 from research.models import ResearchRun
-from tests.integration.scripted import advance, approved_run, steps, use_scripted_model
+from tests.integration.scripted import advance, approved_run, steps
 from tests.integration.test_scenarios import PLAN, report_of, researcher, script
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def model(monkeypatch: pytest.MonkeyPatch) -> ScriptedModelClient:
-    return use_scripted_model(monkeypatch)
-
-
-@pytest.fixture
-def frozen(web):
-    with override_settings(**web.django_settings()):
-        yield web
 
 
 EMBELLISHMENT = ", the busiest of any new line in the country"

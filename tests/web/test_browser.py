@@ -157,6 +157,21 @@ def _wait_until_serving(base: str, process: subprocess.Popen, log_path: Path) ->
     pytest.fail("The app did not answer within 60 s:\n" + log_path.read_text())
 
 
+def watched_page(context):
+    """A new page of ``context`` that records console errors in ``page.console_errors``; any
+    Content-Security-Policy violation (an inline script or style) is reported there too, so a
+    test that asserts the list is empty fails on it."""
+    context.add_init_script(
+        "document.addEventListener('securitypolicyviolation', e => "
+        "console.error('CSP violation: ' + e.violatedDirective + ' ' + e.sourceFile));"
+    )
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    page.console_errors = []
+    page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+    return page
+
+
 @pytest.fixture
 def page(browser_executable, served_app):
     from playwright.sync_api import sync_playwright
@@ -169,16 +184,7 @@ def page(browser_executable, served_app):
         context = browser.new_context(
             base_url=served_app, viewport={"width": 1360, "height": 900}, accept_downloads=True
         )
-        # Any Content-Security-Policy violation (an inline script or style) fails the test.
-        context.add_init_script(
-            "document.addEventListener('securitypolicyviolation', e => "
-            "console.error('CSP violation: ' + e.violatedDirective + ' ' + e.sourceFile));"
-        )
-        page = context.new_page()
-        page.set_default_timeout(30_000)
-        page.console_errors = []
-        page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
-        yield page
+        yield watched_page(context)
         browser.close()
 
 

@@ -18,6 +18,7 @@ from tests.web.test_browser import (  # noqa: F401 (fixtures)
     browser_executable,
     served_app,
     shot,
+    watched_page,
 )
 
 pytestmark = pytest.mark.browser
@@ -79,14 +80,7 @@ def _seed(data_dir) -> tuple[str, str]:
 
 def _signed_in(browser, base_url: str, username: str):
     context = browser.new_context(base_url=base_url, viewport={"width": 1280, "height": 900})
-    context.add_init_script(
-        "document.addEventListener('securitypolicyviolation', e => "
-        "console.error('CSP violation: ' + e.violatedDirective + ' ' + e.sourceFile));"
-    )
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    page.console_errors = []
-    page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+    page = watched_page(context)
     page.goto("/accounts/login/")
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
