@@ -18,6 +18,7 @@ from research.engine.contracts import (
     PlanQuestion,
     Report,
     ReportContradiction,
+    ReportContradictionSide,
     ReportGap,
     ReportSection,
     SourceSummary,
@@ -292,6 +293,7 @@ def _contradictions(request: SynthesisRequest, known: set[str]) -> list[ReportCo
                 ReportContradiction(
                     summary=f"Sources disagree: {_value_sides(candidate)}."[:2000],
                     evidence_ids=[eid for eid in candidate.evidence_ids if eid in known],
+                    sides=_report_sides(candidate, known),
                 )
             )
             continue
@@ -308,8 +310,29 @@ def _contradictions(request: SynthesisRequest, known: set[str]) -> list[ReportCo
                 + ", which may explain the disagreement."
             )
         cited = [eid for eid in candidate.evidence_ids if eid in known]
-        found.append(ReportContradiction(summary=summary[:2000], evidence_ids=cited))
+        found.append(
+            ReportContradiction(
+                summary=summary[:2000],
+                evidence_ids=cited,
+                sides=_report_sides(candidate, known),
+            )
+        )
     return found
+
+
+def _report_sides(
+    candidate: ContradictionCandidate, known: set[str]
+) -> list[ReportContradictionSide]:
+    """Each position of a conflict as a side of the reported contradiction (its value, or its
+    stance where it states none), with the evidence stating it."""
+    return [
+        ReportContradictionSide(
+            value=(position.value or position.stance)[:300],
+            evidence_ids=[eid for eid in position.evidence_ids if eid in known],
+        )
+        for position in candidate.positions
+        if any(eid in known for eid in position.evidence_ids)
+    ]
 
 
 def _unanswered(

@@ -273,7 +273,14 @@ def _enforce(
             if is_valid_citation(eid, evidence, run_id)
         ]
         if kept:
-            contradictions.append(contradiction.model_copy(update={"evidence_ids": kept}))
+            sides = [
+                side.model_copy(update={"evidence_ids": valid})
+                for side in contradiction.sides
+                if (valid := [eid for eid in side.evidence_ids if eid in kept])
+            ]
+            contradictions.append(
+                contradiction.model_copy(update={"evidence_ids": kept, "sides": sides})
+            )
         else:
             dropped += 1
     final = report.model_copy(

@@ -30,6 +30,7 @@ from research.engine.citations import (
 from research.engine.contracts import (
     Evidence,
     Report,
+    ReportContradiction,
     SourceSummary,
     Statement,
     StatementVerdict,
@@ -276,16 +277,28 @@ def _statement(
 
 
 def _sides(
-    ids: list[str], rows: dict[str, ResearchEvidence], index: CitationIndex, url: EvidenceURL
+    item: ReportContradiction,
+    rows: dict[str, ResearchEvidence],
+    index: CitationIndex,
+    url: EvidenceURL,
 ) -> list[ContradictionSide]:
-    """Group a contradiction's evidence by the value (or stance) each item states."""
+    """Group a contradiction's evidence by the value (or stance) each item states: the sides
+    the report names when it names them (the no-model writer does; its evidence rows carry no
+    stated value), otherwise each row's own stated value or stance."""
+    ids = item.evidence_ids
     groups: dict[str, list[str]] = {}
-    for evidence_id in ids:
-        row = rows.get(evidence_id)
-        if row is None:
-            continue
-        key = row.normalized_value or row.get_stance_display()
-        groups.setdefault(key, []).append(evidence_id)
+    for side in item.sides:
+        members = [eid for eid in side.evidence_ids if eid in rows]
+        if members:
+            groups.setdefault(side.value, []).extend(members)
+    if len(groups) < 2:
+        groups = {}
+        for evidence_id in ids:
+            row = rows.get(evidence_id)
+            if row is None:
+                continue
+            key = row.normalized_value or row.get_stance_display()
+            groups.setdefault(key, []).append(evidence_id)
     if len(groups) < 2:
         # No stated values to tell the sides apart: each cited passage is its own side.
         return [
@@ -367,7 +380,7 @@ def report_document(run: ResearchRun, *, evidence_url: EvidenceURL) -> ReportDoc
             ContradictionView(
                 summary=item.summary,
                 resolution=item.resolution,
-                sides=_sides(item.evidence_ids, rows, index, evidence_url),
+                sides=_sides(item, rows, index, evidence_url),
             )
             for item in report.contradictions
         ],

@@ -29,6 +29,7 @@ from research.engine.contracts import (
 from research.engine.support import measures
 from research.llm.extractive import ExtractiveModelClient
 from research.models import ResearchEvidence, ResearchRun
+from research.web.exports import report_document
 from tests.fixtures.frozen_web.corpus import CLAIMS_DIR
 from tests.integration.scripted import advance, approved_run, make_plan, use_scripted_model
 
@@ -139,3 +140,13 @@ def test_one_site_against_several_is_shown_as_a_conflict_never_as_the_answer(
     assert "100" in lead.text and "42 degrees Celsius" in lead.text
     cited_hosts = {evidence[eid].source.domain for eid in lead.evidence_ids}
     assert "curious-numbers.test" in cited_hosts and len(cited_hosts) == 2
+
+    # The report page shows the two values as two sides, each with its own sources (the
+    # evidence rows of a no-model run carry no stated value to group them by).
+    document = report_document(run, evidence_url=lambda pk, number: f"/evidence/{pk}/")
+    (shown,) = [c for c in document.contradictions if "42 degrees Celsius" in c.summary]
+    sides = {side.label: {ref.evidence_id for ref in side.cites} for side in shown.sides}
+    assert len(sides) == 2
+    lone = [ids for label, ids in sides.items() if "42" in label]
+    assert len(lone) == 1
+    assert {evidence[eid].source.domain for eid in lone[0]} == {"curious-numbers.test"}

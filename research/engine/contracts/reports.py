@@ -56,10 +56,20 @@ class ReportSection(_Part):
     statements: list[Statement] = Field(default_factory=list)
 
 
+class ReportContradictionSide(_Part):
+    """One side of a reported contradiction: the value (or stance) and the evidence stating it."""
+
+    value: Annotated[str, Field(min_length=1, max_length=300)]
+    evidence_ids: list[NonEmptyStr] = Field(default_factory=list)
+
+
 class ReportContradiction(_Part):
     summary: Annotated[str, Field(min_length=1, max_length=2000)]
     evidence_ids: list[NonEmptyStr] = Field(default_factory=list)
     resolution: str | None = None
+    # Filled by the quoted (no-model) writer from the conflict it found, whose values the
+    # stored evidence rows do not carry; a page groups the evidence by these when present.
+    sides: list[ReportContradictionSide] = Field(default_factory=list)
 
 
 class ReportGap(_Part):
