@@ -273,6 +273,9 @@ WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
 WEBHOOK_PUBLIC_URL = env_str("WEBHOOK_PUBLIC_URL", "http://127.0.0.1:8000")
 RESEARCH_MAX_PLANNING_RUNS_PER_USER = env_int("RESEARCH_MAX_PLANNING_RUNS_PER_USER", 3, minimum=1)
+# Questions asked of reports in any hour: per person, and per run for people holding its share
+# link (when the owner lets them ask). Each answer with a model configured costs one model call.
+RESEARCH_MAX_QUESTIONS_PER_HOUR = env_int("RESEARCH_MAX_QUESTIONS_PER_HOUR", 60, minimum=1)
 RESEARCH_LEASE_SECONDS = env_int("RESEARCH_LEASE_SECONDS", 90, minimum=10)
 RESEARCH_REAPER_INTERVAL_SECONDS = env_int("RESEARCH_REAPER_INTERVAL_SECONDS", 30, minimum=1)
 # Worker attempts in a row that may end in an unexpected error before the run is failed

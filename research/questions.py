@@ -11,6 +11,9 @@ Lookups answer 404 for what a person may not see, like runs do.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -116,6 +119,7 @@ def question_ask(*, topic: QuestionTopic, question: str, user: User | None) -> Q
         raise QuestionError(
             f"This topic holds its limit of {TOPIC_MAX_TURNS} questions; start a new topic."
         )
+    _check_question_quota(topic, user)
     try:
         with transaction.atomic():
             turn = QuestionTurn.objects.create(topic=topic, question=question, asked_by=user)
@@ -125,6 +129,24 @@ def question_ask(*, topic: QuestionTopic, question: str, user: User | None) -> Q
             "An answer in this topic is still being written; wait for it or cancel it."
         ) from None
     return turn
+
+
+def _check_question_quota(topic: QuestionTopic, user: User | None) -> None:
+    """Refuse a question beyond ``RESEARCH_MAX_QUESTIONS_PER_HOUR`` in the last hour: counted
+    per person, and per run for the people asking through its share link (who have no
+    account to count them by)."""
+    limit = settings.RESEARCH_MAX_QUESTIONS_PER_HOUR
+    recent = QuestionTurn.objects.filter(created_at__gte=timezone.now() - timedelta(hours=1))
+    if user is not None:
+        recent, who = recent.filter(asked_by=user), "You have"
+    else:
+        recent = recent.filter(topic__snapshot__run_id=topic.snapshot.run_id, asked_by__isnull=True)
+        who = "People holding this report's link have"
+    if recent.count() >= limit:
+        raise QuestionError(
+            f"{who} asked {limit} question{'s' if limit != 1 else ''} in the last hour, the "
+            "most this server allows; ask again later."
+        )
 
 
 def answer_cancel(*, turn: QuestionTurn) -> QuestionTurn:

@@ -224,6 +224,25 @@ def test_one_answer_is_written_at_a_time_per_topic(owner):
         question_ask(topic=turn.topic, question="And the depot?", user=owner)
 
 
+def test_questions_beyond_the_hourly_limit_are_refused_with_a_sentence(owner, settings):
+    settings.RESEARCH_MAX_QUESTIONS_PER_HOUR = 2
+    run = run_with(owner, FARES, link_viewers_may_ask=True)
+    first = ask(run, "What will the single fare be?", user=owner)
+    answer_cancel(turn=first)
+    second = question_ask(topic=first.topic, question="And the day ticket?", user=owner)
+    answer_cancel(turn=second)
+    with pytest.raises(QuestionError, match="You have asked 2 questions in the last hour"):
+        question_ask(topic=first.topic, question="And the weekly ticket?", user=owner)
+    assert first.topic.turns.count() == 2  # nothing stored for the refused question
+    # People holding the link are counted together, apart from the owner.
+    link = question_ask(topic=first.topic, question="Asked through the link?", user=None)
+    answer_cancel(turn=link)
+    QuestionTurn.objects.filter(pk=second.pk).update(
+        created_at=timezone.now() - timedelta(hours=2)
+    )
+    question_ask(topic=first.topic, question="An hour later?", user=owner)
+
+
 def test_a_cancelled_answer_is_dropped_and_can_be_retried(owner):
     run = run_with(owner, FARES)
     turn = ask(run, "How much does the adult single fare rise to?")
