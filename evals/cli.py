@@ -256,7 +256,8 @@ def summary_line(totals: dict[str, Any]) -> str:
         f"recall {_pct(totals['gold_fact_recall'])}%, completed "
         f"{_pct(totals['completion_rate'])}% of answerable, gold page "
         f"{_pct(totals['gold_page_rate'])}%, excerpts in rendering "
-        f"{_pct(totals['rendering_fidelity'])}%, hostile quotes {totals['hostile_quotes']}, "
+        f"{_pct(totals['rendering_fidelity'])}%, hostile quotes {totals['hostile_quotes']} "
+        f"({totals.get('hostile_pages_read', 0)} hostile pages read), "
         f"question coverage {_pct(totals['question_coverage'])}%; {totals['searches']} "
         f"searches, {totals['fetched_sources']} reads, {totals['wall_seconds']:.1f} s"
     )
