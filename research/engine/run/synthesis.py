@@ -146,20 +146,10 @@ class Synthesis(Phase):
         one. Raises :class:`ModelError` when the synthesis call fails."""
         output_cap = self._synthesis_output_cap(run)
         request = self._synthesis_request(run, view, gaps, summaries, partial, output_cap)
-        call_key = f"{key}#{uuid.uuid4().hex[:12]}"
         try:
-            if output_cap < MIN_SYNTHESIS_OUTPUT_TOKENS:
-                raise BudgetRefused("Not enough output tokens are left to write the report.")
             if view.evidence and not request.evidence:
                 raise BudgetRefused("Not enough input tokens are left to show any evidence.")
-            result = self._meter.call(
-                run.ledger,
-                call_key,
-                self._meter.allowance(request.model_dump_json(), "synthesize", output_cap),
-                lambda: self._model.synthesize(request),
-                kind="synthesize",
-                phase="synthesis",
-            )
+            return self._synthesis_call(run, f"{key}#", request, output_cap, "write")
         except BudgetRefused:
             # The program's own report quotes every verified excerpt, not only those a
             # synthesis call would have had room for.
@@ -171,7 +161,6 @@ class Synthesis(Phase):
                 }
             )
             return write_extractive_report(everything, note=BUDGET_NOTE)
-        return result.value
 
     def _repair_report(
         self,
@@ -190,20 +179,31 @@ class Synthesis(Phase):
         request = base.model_copy(
             update={"problems": problems_as_text(problems), "previous_report": draft}
         )
-        call_key = f"{key}#repair#{uuid.uuid4().hex[:12]}"
         try:
-            if output_cap < MIN_SYNTHESIS_OUTPUT_TOKENS:
-                raise BudgetRefused("Not enough output tokens are left to repair the report.")
-            result = self._meter.call(
-                run.ledger,
-                call_key,
-                self._meter.allowance(request.model_dump_json(), "synthesize", output_cap),
-                lambda: self._model.synthesize(request),
-                kind="synthesize",
-                phase="synthesis",
-            )
+            return self._synthesis_call(run, f"{key}#repair#", request, output_cap, "repair")
         except BudgetRefused as refusal:
             raise ModelError(f"No budget is left to repair citations: {refusal.reason}") from None
+
+    def _synthesis_call(
+        self,
+        run: RunContext,
+        key_prefix: str,
+        request: SynthesisRequest,
+        output_cap: int,
+        purpose: str,
+    ) -> Report:
+        """One metered synthesis call (writing or repairing the report, as ``purpose`` says);
+        raises :class:`BudgetRefused` when too few output tokens are left for it."""
+        if output_cap < MIN_SYNTHESIS_OUTPUT_TOKENS:
+            raise BudgetRefused(f"Not enough output tokens are left to {purpose} the report.")
+        result = self._meter.call(
+            run.ledger,
+            f"{key_prefix}{uuid.uuid4().hex[:12]}",
+            self._meter.allowance(request.model_dump_json(), "synthesize", output_cap),
+            lambda: self._model.synthesize(request),
+            kind="synthesize",
+            phase="synthesis",
+        )
         return result.value
 
     def _verify_findings(
