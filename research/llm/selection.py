@@ -79,15 +79,23 @@ W_HEADING = 0.05
 # An answer of the wanted shape (a number for "how many") is worth as much as BM25: enough to
 # lift the passage stating the value over one that only repeats the question's words.
 W_SHAPE = 0.15
-# The share a title term or an answer-type word that is only repeated counts for.
-TITLE_CREDIT = 0.5
+# The share a title term counts for in every passage: most of a full match, because every
+# sentence of a page about a named thing is about it (passage retrieval interpolates a
+# passage's score with its document's, Callan, SIGIR 1994); less than a full one, so the
+# passage that repeats the term still ranks first.
+TITLE_CREDIT = 0.7
+# An answer-type word ("date") repeated without an answer of its shape half-matches.
 NAMED_ONLY_CREDIT = 0.5
-# A passage that mentions only whom the question is about, not what it asks, keeps this share.
-OFF_FOCUS_FACTOR = 0.5
-# Kept passages reach this absolute relevance (a third of the terms, nothing else, is below)…
-MIN_RELEVANCE = 0.35
-# …and this share of the page's best passage for the question: weaker ones are noise beside it.
-RELATIVE_FLOOR = 0.6
+# A passage that mentions only whom the question is about, not what it asks, keeps this share:
+# enough to sink it below a passage that does, not so little that a word the stemmer fails to
+# join ("released" / "release") or a synonym the page uses removes an answer.
+OFF_FOCUS_FACTOR = 0.75
+# Kept passages reach this absolute relevance: below it a passage shares less than half the
+# question's weighted terms and has no answer shape (0.55 × 0.45 ≈ 0.25) …
+MIN_RELEVANCE = 0.25
+# … and half the page's best passage for the question: weaker ones are noise beside a clear
+# answer, while a page with many good answers keeps them all.
+RELATIVE_FLOOR = 0.5
 # A page whose passages reach this relevance is quoted beyond a question's share of max_items.
 STRONG_RELEVANCE = 0.7
 # Maximal marginal relevance: 0.7 of relevance, 0.3 of novelty, the usual setting for
@@ -118,7 +126,8 @@ _META = re.compile(
 # "Cite as: arXiv:2311.04567."): an answer only to a question about the publication.
 _PUBLICATION_LINE = re.compile(
     r"^(?:(?:first\s+|originally\s+)?published|posted|updated|last\s+(?:updated|modified|"
-    r"reviewed|edited)|written|filed)\b(?:\s+(?:on|by|in|at))?\s+(?:\d|[A-Z])"
+    r"reviewed|edited)|written|filed|submitted|received|accepted|revised)\b"
+    r"(?:\s+(?:on|by|in|at))?\s+(?:\d|[A-Z])"
     r"|^(?:cite\s+(?:this|as)|how\s+to\s+cite|doi|permalink)\b",
     re.IGNORECASE,
 )
@@ -161,7 +170,7 @@ def mmr_order(
         best, best_value = None, -math.inf
         for index in pool:
             overlap = max((jaccard(terms[index], terms[other]) for other in already), default=0.0)
-            if overlap >= NEAR_DUPLICATE:
+            if any(near_duplicate(terms[index], terms[other]) for other in already):
                 continue
             value = MMR_LAMBDA * scores[index] - (1 - MMR_LAMBDA) * overlap
             if value > best_value:
@@ -172,6 +181,17 @@ def mmr_order(
         already.append(best)
         pool.remove(best)
     return chosen
+
+
+def near_duplicate(first: frozenset[str], second: frozenset[str]) -> bool:
+    """Whether two passages say nearly the same thing: they share most terms (Jaccard) and
+    the figures of one are among those of the other. "defaults to 90 days" and "defaults to
+    30 days" for two settings are two facts, as the quoted report already holds for alike
+    excerpts; a sentence repeating one figure of another is not."""
+    if jaccard(first, second) < NEAR_DUPLICATE:
+        return False
+    figures = [{term for term in terms if term[0].isdigit()} for terms in (first, second)]
+    return figures[0] <= figures[1] or figures[1] <= figures[0]
 
 
 def _penalty(passage: str) -> float:
@@ -467,7 +487,8 @@ def _passage_score(
         for term, shape in answer_types.items()
         if shape.search(passage) or (kind.kind == "date" and shape.search(heading))
     }
-    words = (own - answer_types.keys()) | heading_terms | answered
+    # The page's title heading stands over every passage: its words count as the title's do.
+    words = (own - answer_types.keys()) | (heading_terms - page.topic_terms) | answered
     partial = {term: TITLE_CREDIT for term in page.topic_terms}
     partial.update(
         {term: NAMED_ONLY_CREDIT for term in answer_types.keys() - answered if term in own}
@@ -476,7 +497,7 @@ def _passage_score(
     proximity = min_cover_proximity(
         page.positions[index], [term for term in query if term not in answer_types]
     )
-    in_heading = page.weights.coverage(query, heading_terms)
+    in_heading = page.weights.coverage(query, heading_terms - page.topic_terms)
     value = W_COVERAGE * coverage + W_PROXIMITY * proximity + W_HEADING * in_heading
     if focus and not focus & (own | heading_terms):
         value *= OFF_FOCUS_FACTOR
@@ -526,7 +547,7 @@ def select_passages(
                 continue
             candidate = ranked[turn]
             # Diversity holds across questions too: one fact quoted twice is not two facts.
-            if any(jaccard(own_terms[candidate], own_terms[i]) >= NEAR_DUPLICATE for i in chosen):
+            if any(near_duplicate(own_terms[candidate], own_terms[i]) for i in chosen):
                 continue
             chosen.append(candidate)
     # A page that is all answer (sentence after sentence of changes) is quoted beyond the
@@ -538,7 +559,7 @@ def select_passages(
     for candidate in strong:
         if len(chosen) >= max_items:
             break
-        if all(jaccard(own_terms[candidate], own_terms[i]) < NEAR_DUPLICATE for i in chosen):
+        if not any(near_duplicate(own_terms[candidate], own_terms[i]) for i in chosen):
             chosen.append(candidate)
     passages = []
     for index in chosen[:max_items]:
