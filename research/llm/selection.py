@@ -292,7 +292,11 @@ _ANNOUNCED_SHARE = 0.8
 # Reference documentation puts an option's value in a short block of its own right after the
 # option's description ("Default: 4096", "Type: integer"): the value answers through
 # the description, whose words it never repeats. Such a block (fewer than SHORT_WORDS words,
-# carrying a figure) shares the description's relevance like an announced detail.
+# carrying a figure) shares the description's relevance like an announced detail. It may come
+# after the rest of the description ("Can be a timedelta or an int."): the first such block
+# among the next three passages is the description's, three being the longest a one-option
+# description in reference documentation usually runs.
+_VALUE_LOOKAHEAD = 3
 
 
 def _follow_announcements(
@@ -306,10 +310,16 @@ def _follow_announcements(
             continue
         position = order[index]
         inherited = relevance[index] * _ANNOUNCED_SHARE
-        following = page.usable[position + 1] if position + 1 < len(page.usable) else None
+        following = next(
+            (
+                later
+                for later in page.usable[position + 1 : position + 1 + _VALUE_LOOKAHEAD]
+                if _is_value_block(page, index, later)
+            ),
+            None,
+        )
         if (
             following is not None
-            and _is_value_block(page, index, following)
             and inherited >= MIN_RELEVANCE
             and inherited > relevance.get(following, 0)
         ):
@@ -327,13 +337,13 @@ def _follow_announcements(
 
 
 def _is_value_block(page: "_Page", index: int, following: int) -> bool:
-    """Whether ``following`` is a short value block right after passage ``index``: the next
-    segment of the page, in a block of its own under the same heading, short, with a figure."""
+    """Whether ``following`` is a short value block of passage ``index``'s description: a later
+    segment of the page under the same heading (the caller takes the first such after the
+    description), in a block of its own, short, with a figure."""
     after, before = page.segments[following], page.segments[index]
     passage = page.passage(following)
     return (
-        following == index + 1
-        and after.kind != "code"
+        after.kind != "code"
         and after.paragraph != before.paragraph
         and after.heading == before.heading
         and len(passage.split()) < SHORT_WORDS
