@@ -1,27 +1,33 @@
-"""What a question asks about, and how much of it a passage mentions, without a model.
+"""What a question asks about and what kind of answer it wants, without a model.
 
-``question_terms`` gives a question's weighted terms and its focus: names and verbs that only
-say something happened weigh half, and the focus is what the question asks about beyond them.
-``answer_type_terms`` finds the words naming the kind of answer wanted ("which dates", "how
-long"), each with what such an answer looks like; ``answer_shape_bonus`` rewards a passage of
-that shape. ``TermWeights`` is the clipped inverse document frequency the coverage of those
-terms is weighed by; ``related_matches`` credits a related word, ``jaccard`` measures overlap.
-Passage selection (:mod:`research.llm.selection`) and the extractive backend use them.
+``question_kind`` classifies a question by its grammar into the coarse answer types of question
+classification (Li & Roth, "Learning Question Classifiers", COLING 2002): a definition, a
+comparison, a quantity (with the kind of unit "how long/often/old" asks for), a date or
+version, a cause, a procedure, a yes/no question, or other. ``answer_shape`` is what an answer
+of that kind looks like (a number, a date, a copula, an instruction, a contrast, a stated
+default, a "because"), and ``answer_shape_bonus`` rewards a passage of that shape.
+``question_terms`` gives a question's weighted terms and its focus: names weigh half, and the
+focus is what the question asks about beyond them. ``answer_type_terms`` are the words naming
+the kind of answer ("which dates", "how long"): an answer of that shape stands for them.
+``TermWeights`` is the clipped inverse document frequency the coverage of those terms is
+weighed by; ``jaccard`` measures overlap. Passage selection (:mod:`research.llm.selection`),
+the extractive backend and the quoted report use them.
 """
 
 import math
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 
 from research.engine.text import (
     QUESTION_FILLER,
     STOP_WORDS,
     content_terms,
     fold,
-    related_terms,
     stem,
     tokens,
+    word_set,
 )
 
 # A passage this relevant (0 to 1) answers its question: selection scores passages on that
@@ -29,142 +35,217 @@ from research.engine.text import (
 SUPPORTS_RELEVANCE = 0.5
 # Passages sharing this share of their terms (Jaccard) say nearly the same thing.
 NEAR_DUPLICATE = 0.6
+# The bonus a passage of the wanted shape earns in the callers that add it to a coverage.
 _ANSWER_BONUS = 0.15
+# A term no document of the collection contains counts as an average one (idf ≈ 1).
 _ABSENT_WEIGHT = 1.0
+# Names say whom a question is about, and the page was found for them: they weigh half.
 _NAME_SCALE = 0.5
+# Clipping of the idf: no single rare word decides everything, no common one counts for nothing.
 _MIN_WEIGHT = 0.3
 _MAX_WEIGHT = 3.0
 
 # A quantity: a number that is not part of a code such as "SRC-2019-0412".
 _QUANTITY = re.compile(r"(?<![\w-])(?:\d[\d,.]*\d|\d)(?![\w-]*\d)(?!-\w)")
-# Words naming the kind of answer ("what caused...") rather than its subject; the answer-shape
-# bonus looks for them, a passage need not repeat them.
-_ANSWER_WORDS = frozenset({"caus", "cause", "reason", "driver", "drive", "factor", "trigger"})
-_RELATED_CREDIT = 0.5
 _DATE = re.compile(
     r"\b(?:1[89]\d\d|20\d\d|january|february|march|april|may|june|july|august|september|"
     r"october|november|december)\b",
     re.I,
 )
-# Question words naming the kind of answer wanted rather than its subject: "which dates" is
-# answered by a date, not by repeating the word. A passage (or the heading it stands under)
-# with such an answer counts as mentioning the word; one that only repeats it half does.
-_ANSWER_TYPES = {
-    "date": _DATE,
-    "deadline": _DATE,
-    "timeline": _DATE,
-    "figure": _QUANTITY,
-    "percentage": _QUANTITY,
-    "proportion": _QUANTITY,
+# A release number: "3.24.0", "v18", "version 2".
+_VERSION = re.compile(r"\bv?\d+\.\d+(?:\.\d+)?\b|\b(?:version|release|v)\s*\d+\b", re.I)
+# Units of time and frequency words: "around a decade", "every week" answer "how long/often"
+# without a digit. These are the units of the measure, not the vocabulary of any subject.
+_TIME_UNITS = re.compile(
+    r"\b(?:decades?|years?|months?|weeks?|days?|hours?|minutes?|seconds?|milliseconds?|"
+    r"centur(?:y|ies)|until|since|every|each|per|times|once|twice|annual\w*|daily|weekly|"
+    r"monthly|yearly|hourly)\b",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class QuestionKind:
+    """The kind of answer a question wants: ``kind`` is one of definition, comparison,
+    quantity, date, cause, procedure, manner, yesno, other; ``unit`` is "time" when a quantity
+    is a duration, an age or a frequency ("how long does…", "how often…")."""
+
+    kind: str
+    unit: str = ""
+
+
+# The measure adjectives of English ("how long", "how far", "how many"): a closed class of the
+# grammar (Bierwisch's dimensional adjectives), so "how ADJ" with one of them asks for an amount
+# while "how safe" or "how mature" asks for a judgement in words.
+_MEASURE_ADJECTIVES = word_set(
+    "many much long short tall high low wide deep far big large small heavy fast slow often "
+    "old soon early late frequently"
+)
+# Of those, the ones measured in time: an age, a frequency, a moment; "long" when it measures
+# an event ("how long does it last") rather than a thing ("how long is the cable").
+_TIME_ADJECTIVES = word_set("often old soon early late frequently")
+_AUXILIARIES = word_set(
+    "do does did can could should would will is are was were has have had may might must"
+)
+# Head nouns of "what/which N" naming the answer type (Li & Roth's NUM and DESC classes).
+_ANSWER_NOUN_KINDS = {
+    "date": "date",
+    "day": "date",
+    "year": "date",
+    "month": "date",
+    "deadline": "date",
+    "timeline": "date",
+    "version": "date",
+    "release": "date",
+    "number": "quantity",
+    "amount": "quantity",
+    "figure": "quantity",
+    "percentage": "quantity",
+    "proportion": "quantity",
+    "share": "quantity",
+    "size": "quantity",
+    "cause": "cause",
+    "reason": "cause",
 }
-_DURATION = re.compile(
-    r"\b(?:decades?|years?|months?|weeks?|days?|hours?|minutes?|centur(?:y|ies)|until|since)\b",
-    re.IGNORECASE,
+_ANSWER_NOUNS = {stem(noun): kind for noun, kind in _ANSWER_NOUN_KINDS.items()}
+# "which SQLite release", "what date": the head noun is one of the two words after the wh-word.
+_WH_HEAD = re.compile(r"\b(?:what|which)\s+(\w+)(?:\s+(\w+))?", re.I)
+_HOW = re.compile(r"^how\s+(\w+)(?:\s+(\w+))?", re.I)
+_ASKS_COMPARISON = re.compile(
+    r"\b(?:differ\w*|difference|compare\w*|versus|vs\.?|\w+er than|(?:more|less) \w+ than)\b|"
+    r"^which\b[^?]*,[^?]*\bor\b",
+    re.I,
 )
-_FREQUENCY = re.compile(
-    r"\b(?:every|each|per|times|once|twice|annual\w*|daily|weekly|monthly|yearly)\b", re.I
+_ASKS_DATE = re.compile(r"^when\b|\b(?:since|from|until|in|on) (?:what|which)\b", re.I)
+_ASKS_CAUSE = re.compile(r"^why\b|^what (?:causes|caused|makes|made|leads|led)\b", re.I)
+_ASKS_PROCEDURE = re.compile(
+    r"^how\s+(?:do|can|should|would|could|might|must)\s+(?:i|we|you|one)\b|^how to\b", re.I
 )
-# "How long…" is answered by a duration, "how often…" by a frequency, "how high…" by a figure.
-_HOW_ANSWERS = {
-    "long": _DURATION,
-    "often": _FREQUENCY,
-    "large": _QUANTITY,
-    "big": _QUANTITY,
-    "high": _QUANTITY,
-    "far": _QUANTITY,
-    "old": _QUANTITY,
+_ASKS_MANNER = re.compile(r"^how (?:do|does|did|is|are)\b.*\bwork", re.I)
+_ASKS_DEFINITION = re.compile(
+    r"^what\s+(?:is|are)\s+(?!the\s+difference)|^what does .+ mean\b|\bwhat is meant by\b", re.I
+)
+_ASKS_YES_NO = re.compile(r"^(?:is|are|does|do|can|could|should|will|has|have|was|were|did)\b",
+                          re.I)
+
+
+def question_kind(question: str) -> QuestionKind:
+    """The kind of answer ``question`` wants, read from its grammar: the question word, the
+    word after "how", the head noun after "what/which", a comparative."""
+    text = question.strip()
+    how = _HOW.match(text)
+    degree = fold(how.group(1)) if how else ""
+    after = fold(how.group(2) or "") if how else ""
+    head_kind = next(iter(_head_kinds(text).values()), None)
+    if _ASKS_COMPARISON.search(text):
+        return QuestionKind("comparison")
+    if _ASKS_DATE.search(text) or head_kind == "date":
+        return QuestionKind("date")
+    if degree in _MEASURE_ADJECTIVES:
+        timed = degree in _TIME_ADJECTIVES or (degree == "long" and after in _AUXILIARIES)
+        return QuestionKind("quantity", "time" if timed else "")
+    if head_kind == "quantity":
+        return QuestionKind("quantity")
+    if _ASKS_CAUSE.search(text) or head_kind == "cause":
+        return QuestionKind("cause")
+    if _ASKS_MANNER.search(text):
+        return QuestionKind("manner")
+    if _ASKS_PROCEDURE.search(text):
+        return QuestionKind("procedure")
+    if _ASKS_DEFINITION.search(text):
+        return QuestionKind("definition")
+    if _ASKS_YES_NO.search(text):
+        return QuestionKind("yesno")
+    return QuestionKind("other")
+
+
+_NUMBER_WORDS = (
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|dozens?|hundreds?|"
+    r"thousands?|millions?|billions?|half|double|twice)\b"
+)
+# What an answer of each kind looks like: grammar (a number, a copula, an instruction, a
+# contrast, a stated default, a causal connective), never the vocabulary of a subject.
+_SHAPES = {
+    "quantity": re.compile(f"{_QUANTITY.pattern}|{_NUMBER_WORDS}", re.I),
+    "date": re.compile(f"{_DATE.pattern}|{_VERSION.pattern}|\\bsince\\b", re.I),
+    "definition": re.compile(
+        r"\b(?:is|are)\s+(?:an?|the|one|when|used|called|known)\b|\brefers? to\b|\bmeans?\b|"
+        r"\bstands? for\b",
+        re.I,
+    ),
+    "procedure": re.compile(
+        r"^(?:to\s+\w+|use|run|call|set|pass|add|open|create|specify|install|enable|disable|"
+        r"type|enter|import|write|download|configure)\b|\b(?:use|run|call|pass|set|specify|"
+        r"enter)\s+(?:the|a|an|it)\b|\byou (?:can|need to|must|should|may)\b|\busing\b|"
+        r"\bthe following command\b",
+        re.I,
+    ),
+    "comparison": re.compile(
+        r"\b(?:unlike|whereas|instead of|rather than|than|while|differs?|compared|in contrast|"
+        r"but|however)\b",
+        re.I,
+    ),
+    "yesno": re.compile(
+        r"\b(?:not|no|never|only|must|cannot|can't|by default|defaults? to|yes|(?:is|are) "
+        r"(?:enabled|disabled|required|optional|supported|safe|unsafe))\b",
+        re.I,
+    ),
+    "cause": re.compile(
+        r"\b(?:because|due to|caus\w*|result(?:ed|s)? (?:of|in|from)|as a result|led to|"
+        r"lead(?:s|ing)? to|owing to|attribut\w*|so that|therefore|thus|hence|reasons?)\b",
+        re.I,
+    ),
+    "manner": re.compile(r"\b(?:by|uses?|using|works?|through)\b", re.I),
 }
-_HOW = re.compile(r"^how\s+(\w+)\b", re.IGNORECASE)
-_TAKES_EFFECT = re.compile(
-    r"\b(?:take|takes|took|come|comes|came|enter|enters|entered)\s+(?:into\s+)?(?:effect|force)\b",
-    re.IGNORECASE,
-)
-# Verbs a question uses to say that something happened, not what it asks about (stemmed).
-_GENERIC_VERBS = frozenset(
-    stem(word)
-    for word in [
-        "apply",
-        "happen",
-        "occur",
-        "begin",
-        "start",
-        "take",
-        "find",
-        "show",
-        "achieve",
-        "reach",
-        "record",
-        "get",
-        "come",
-        "last",
-    ]
-)
-# What kind of answer a question wants, and what such an answer tends to contain.
-_ANSWER_SHAPES = (
-    (
-        re.compile(r"^why\b|\b(?:cause[sd]?|reasons?|drivers?|driven|explain)\b", re.I),
-        re.compile(
-            r"\b(?:because|due to|caus\w*|result(?:ed|s)? (?:of|in|from)|as a result|led to|"
-            r"lead(?:s|ing)? to|driv\w*|owing to|attribut\w*|responsible|contribut\w*|"
-            r"trigger\w*|fuel\w*|feed\w*|favou?r\w*|linked to)\b",
-            re.I,
-        ),
-    ),
-    (
-        re.compile(r"^how long\b", re.I),
-        re.compile(f"{_DURATION.pattern}|{_QUANTITY.pattern}", re.I),
-    ),
-    (
-        re.compile(
-            r"^how (?:many|much|large|big|often|fast|high|low)\b|\b(?:number|amount|"
-            r"size|share|cost|price|rate|percentage|figures?|statistics)\b",
-            re.I,
-        ),
-        _QUANTITY,
-    ),
-    (
-        re.compile(
-            r"^when\b|\b(?:dates?|years?|timelines?|deadlines?|take effect|come into force)\b",
-            re.I,
-        ),
-        _DATE,
-    ),
-    (
-        re.compile(r"^how (?:do|does|did|is|are)\b.*\bwork", re.I),
-        re.compile(
-            r"\b(?:by|uses?|using|works?|through|convert\w*|transfer\w*|process\w*)\b", re.I
-        ),
-    ),
-    # The question types of docs/llm.md in general terms: each answer shape is grammar (a
-    # version number, a definition's copula, an instruction, a contrast, a stated default or
-    # polarity), not vocabulary of any subject.
-    (  # date or version: "since which release", "which version"
-        re.compile(r"\b(?:which|what)\s+(?:\w+\s+)?(?:versions?|releases?)\b", re.I),
-        re.compile(r"\b(?:versions?|releases?|since|added in|new in)\s+v?\d+(?:\.\d+)+|"
-                   r"\bv?\d+\.\d+(?:\.\d+)?\b", re.I),
-    ),
-    (  # definition: "what is X", "what does X mean"
-        re.compile(r"^what\s+(?:is|are)\s+(?:an?|the)?\s*\w|^what does .+ mean\b", re.I),
-        re.compile(r"\b(?:is|are)\s+(?:an?|the|one|when)\b|\brefers? to\b|\bmeans?\b|"
-                   r"\bis (?:called|known as)\b", re.I),
-    ),
-    (  # procedure: "how do I", "how can I", "how to"
-        re.compile(r"^how\s+(?:do|can|should|would)\s+(?:i|we|you|one)\b|^how to\b", re.I),
-        re.compile(r"^(?:to\s+\w+|use|run|call|set|pass|add|open|create|specify|install|"
-                   r"enable|disable)\b|\b(?:use|run|call|pass|set|specify)\s+(?:the|a|an)\b|"
-                   r"\byou can\b", re.I),
-    ),
-    (  # comparison: "differ", "compare", "safer than", "versus"
-        re.compile(r"\b(?:differ\w*|difference|compare\w*|versus|vs\.?|\w+er than)\b", re.I),
-        re.compile(r"\b(?:unlike|whereas|instead of|rather than|than|while|differs?|compared)\b",
-                   re.I),
-    ),
-    (  # yes/no: "does X…", "can I…", "is X…" — answered by a stated default or polarity
-        re.compile(r"^(?:is|are|does|do|can|could|should|will|has|have)\b", re.I),
-        re.compile(r"\b(?:not|no|never|only|must|cannot|can't|by default|defaults? to|"
-                   r"(?:is|are) (?:enabled|disabled|required|optional|supported)|yes)\b", re.I),
-    ),
-)
+
+
+def answer_shape(kind: QuestionKind) -> re.Pattern[str] | None:
+    """What a passage answering a question of ``kind`` contains, or None for "other"."""
+    if kind.kind == "quantity" and kind.unit == "time":
+        return re.compile(f"{_SHAPES['quantity'].pattern}|{_TIME_UNITS.pattern}", re.I)
+    return _SHAPES.get(kind.kind)
+
+
+def answer_shape_bonus(question: str, passage: str, heading: str = "") -> float:
+    """A small bonus when a passage has the shape of the answer the question wants (a number
+    for "how many", a cause for "why", a date for "when"). A date may come from the heading
+    the passage stands under ("From 1 March 2025")."""
+    kind = question_kind(question)
+    shape = answer_shape(kind)
+    if shape is None:
+        return 0.0
+    dated_heading = kind.kind == "date" and bool(shape.search(heading))
+    return _ANSWER_BONUS if shape.search(passage) or dated_heading else 0.0
+
+
+def answer_type_terms(question: str) -> dict[str, re.Pattern[str]]:
+    """Terms of ``question`` that name the kind of answer it wants, each with what such an
+    answer looks like: "which dates" → a date, "how long" → a duration. A passage of that shape
+    stands for the word; it need not repeat it."""
+    kind = question_kind(question)
+    shape = answer_shape(kind)
+    if shape is None:
+        return {}
+    found: dict[str, re.Pattern[str]] = {}
+    how = _HOW.match(question.strip())
+    if how and kind.kind == "quantity" and fold(how.group(1)) in _MEASURE_ADJECTIVES:
+        found[stem(fold(how.group(1)))] = shape
+    for term, head_kind in _head_kinds(question).items():
+        if head_kind == kind.kind:
+            found[term] = shape
+    return found
+
+
+def _head_kinds(question: str) -> dict[str, str]:
+    """The answer-type head nouns after "what/which" in ``question`` (stemmed) and their kind."""
+    found = {}
+    for match in _WH_HEAD.finditer(question):
+        for word in match.groups():
+            term = stem(fold(word)) if word else ""
+            if term in _ANSWER_NOUNS:
+                found[term] = _ANSWER_NOUNS[term]
+                break
+    return found
 
 
 # Questions whose answer is a value, the value's name and what it looks like: a report whose
@@ -172,7 +253,7 @@ _ANSWER_SHAPES = (
 _VALUE_QUESTIONS = (
     (re.compile(r"^(?:on\s+)?(?:what|which)\s+(?:date|day|year)\b|^when\b", re.I), "a date", _DATE),
     (re.compile(r"\b(?:which|what)\s+(?:\w+\s+)?(?:versions?|releases?)\b", re.I), "a version",
-     re.compile(r"\d+\.\d+|\b(?:version|release|v)\s*\d+\b", re.I)),
+     _VERSION),
     (re.compile(r"^how\s+(?:many|much|large|big)\b", re.I), "a figure", _QUANTITY),
 )
 
@@ -234,18 +315,6 @@ def jaccard(first: Collection[str], second: Collection[str]) -> float:
     return len(set(first) & set(second)) / union
 
 
-def answer_shape_bonus(question: str, passage: str, heading: str = "") -> float:
-    """A small bonus when a passage has the shape of the answer the question wants (a number
-    for "how many", a cause for "why", a date for "when"). A date may come from the heading
-    the passage stands under ("From 1 March 2025")."""
-    for asks, answers in _ANSWER_SHAPES:
-        if not asks.search(question):
-            continue
-        if answers.search(passage) or (answers is _DATE and answers.search(heading)):
-            return _ANSWER_BONUS
-    return 0.0
-
-
 def entity_terms(question: str) -> frozenset[str]:
     """Terms of the capitalised names in a question ("Lisbon Tram", "CRISPR"), except its
     first word, whose capital says nothing."""
@@ -253,50 +322,21 @@ def entity_terms(question: str) -> frozenset[str]:
     return frozenset(term for name in names for term in content_terms(name))
 
 
-# "What does recent research find about X" asks about X; the lead names the kind of source.
-_SOURCE_LEAD = re.compile(
-    r"^(?i:(?:what|how)\s+(?:does|do|did|has|have)\s+(?:the\s+)?(?:(?:recent|latest|current|"
-    r"new|published|scientific|academic|peer-reviewed)\s+)*(?:research|studies|study|literature|"
-    r"science|evidence|experts?|researchers|scientists)\s+(?:\w+\s+)?(?:find|found|show|shown|"
-    r"say|said|suggest|tell|conclude|report)s?\s+(?:about|on|regarding|of)?\s*)"
-    # "What did the Daily Post report about…": a named source's account of something.
-    r"|^(?i:what\s+(?:does|do|did|has|have)\s+(?:the\s+)?)(?:[A-Z][\w'-]*\s+){1,4}"
-    r"(?i:(?:report|say|said|write|written|claim|find|found)s?\s+(?:about|on|regarding)\s+)",
-)
-
-
-def answer_type_terms(question: str) -> dict[str, re.Pattern[str]]:
-    """Terms of ``question`` that name the kind of answer it wants, each with what such an
-    answer looks like: "dates" → a date, "how long" → a duration."""
-    found = {
-        term: _ANSWER_TYPES[term]
-        for term in content_terms(question, drop=QUESTION_FILLER)
-        if term in _ANSWER_TYPES
-    }
-    how = _HOW.match(question.strip())
-    if how and fold(how.group(1)) in _HOW_ANSWERS:
-        found[stem(fold(how.group(1)))] = _HOW_ANSWERS[fold(how.group(1))]
-    return found
-
-
 def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str, float], set[str]]:
     """The weighted terms of a question and its focus.
 
-    Names weigh half (they say what the question is about, and the page was found for them),
-    and so do verbs that only say something happened ("from which dates do the rules apply",
-    "what did the study find"); the focus is what the question asks about that is none of
-    these, nor a number nor the topic of the page: a passage must mention some of it to answer
-    the question. A word inside the page's own phrase ("energy" in "battery energy losses" on
-    a page about battery losses) only narrows the topic and is no focus either.
+    Names weigh half (they say what the question is about, and the page was found for them);
+    how much any other word counts is left to its inverse document frequency where the terms
+    are matched. The focus is what the question asks about that is no name, no word naming
+    the kind of answer, no number nor the topic of the page: a passage mentioning some of it
+    speaks to the question, not only of its subject. A word inside the page's own phrase
+    ("energy" in "battery energy losses" on a page about battery losses) only narrows the
+    topic and is no focus either.
     """
     names = entity_terms(question)
     answer_types = answer_type_terms(question)
-    question = _SOURCE_LEAD.sub("", question.strip())
-    question = _TAKES_EFFECT.sub(" ", question)
     sequence = content_terms(question, drop=QUESTION_FILLER)
-    query = {
-        term: (_NAME_SCALE if term in names or term in _GENERIC_VERBS else 1.0) for term in sequence
-    }
+    query = {term: (_NAME_SCALE if term in names else 1.0) for term in sequence}
     # Words in a row, with no stop word between them: "battery energy losses".
     adjacent = [
         stem(token) if token not in STOP_WORDS and token not in QUESTION_FILLER else None
@@ -311,21 +351,9 @@ def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str
         term
         for term in query
         if term not in names
-        and term not in _GENERIC_VERBS
         and term not in topic
         and term not in modifiers
-        and term not in _ANSWER_WORDS
         and term not in answer_types
         and not term[0].isdigit()
     }
     return query, focus
-
-
-def related_matches(query: Collection[str], words: Collection[str]) -> dict[str, float]:
-    """Query terms absent from ``words`` but stood for by a related word in them, with the
-    credit such a match earns."""
-    return {
-        term: _RELATED_CREDIT
-        for term in query
-        if term not in words and related_terms(term) & set(words)
-    }

@@ -85,30 +85,6 @@ QUESTION_FILLER = word_set(
     regarding concerning important notable number amount type types kind kinds sort sorts"""
 )
 
-# Words a question and its answer often use for the same thing ("over budget" / "overrun",
-# "ridership" / "boardings"). A passage using a related word half-matches the question's word.
-_RELATED_GROUPS = (
-    "cost costs price prices spend spending spent expense expenses",
-    "budget budgets overrun overruns overspend overspent",
-    "ridership boardings passengers passenger trips journeys riders patronage",
-    "emission emissions carbon co2 greenhouse pollution",
-    "increase increased rise rose risen grow grew growth gain",
-    "decrease decreased fall fell fallen decline declined drop dropped reduce reduced cut",
-    "effect effects impact impacts consequence consequences influence",
-    "performance perform efficiency efficient",
-    "forecast forecasts projection projected predicted expected estimate estimated target promised",
-    "delay delays delayed late postponed",
-    "noise noisy loud audible sound",
-    "safety safe risk risks hazard accident accidents",
-    "employment employees workers staff jobs",
-    "revenue revenues sales income turnover",
-    "cause causes caused reason reasons driver drivers due because",
-    "change changes changed new replaced replaces revised amended introduced",
-    "apply applies applied effect effective force valid",
-    "energy electricity power consumption",
-)
-
-
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?")
 # The Snowball English stemmer (Porter2), from the Snowball project's own package
 # (docs/dependencies.md). One instance keeps its state while it stems a word, so calls are
@@ -165,20 +141,3 @@ def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> list[str]:
         seen.add(folded)
         words.append(word)
     return words
-
-
-def _related_index() -> dict[str, frozenset[str]]:
-    index: dict[str, set[str]] = {}
-    for group in _RELATED_GROUPS:
-        stems = {stem(word) for word in group.split()}
-        for item in stems:
-            index.setdefault(item, set()).update(stems - {item})
-    return {key: frozenset(value) for key, value in index.items()}
-
-
-RELATED_TERMS = _related_index()
-
-
-def related_terms(term: str) -> frozenset[str]:
-    """Stemmed terms that often stand for ``term`` in an answer (empty when none are known)."""
-    return RELATED_TERMS.get(term, frozenset())

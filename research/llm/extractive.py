@@ -41,7 +41,6 @@ from research.engine.question_terms import (
     TermWeights,
     answer_type_terms,
     question_terms,
-    related_matches,
 )
 from research.engine.quoted_report import write_extractive_report
 from research.engine.text import content_terms
@@ -262,10 +261,10 @@ class _CandidateRanker:
         (unless ``need_focus`` is false)."""
         query, focus = self._terms_of(question.text)
         terms = self.terms[candidate.source_id]
-        misses_focus = bool(focus) and not focus & (terms | related_matches(focus, terms).keys())
+        misses_focus = bool(focus) and not focus & terms
         if not query or (need_focus and misses_focus):
             return 0.0
-        value = self.weights.coverage(query, terms, related_matches(query, terms))
+        value = self.weights.coverage(query, terms)
         if candidate.preferred:
             value += _PREFERRED_BONUS
         return value - _RANK_PENALTY_PER_PLACE * min(self.rank[candidate.source_id], 30)

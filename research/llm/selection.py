@@ -1,24 +1,33 @@
 """Choosing the passages of one snapshot that answer the research questions, without a model.
 
-Each question is scored against every sentence, list item and table of the snapshot with BM25
-(``bm25s``) and with an idf-weighted coverage of the question's terms; the coverage is what the
-returned relevance means (0–1: how much of what the question asks about the passage mentions).
-Terms of the document's title count as half-present in every passage, because every sentence of
-a page about a named thing is about it even when it does not repeat the name. A passage must
-still mention what the question asks about (not only whom it is about) to qualify; a related
-word ("overrun" for "budget") half-matches, and so does an abbreviation the page defines
-("SPF" for "seasonal performance factor"). Words naming the kind of answer ("which dates",
-"how long") are matched by an answer of that kind — a date in the passage or in the heading it
-stands under, a duration — not by repeating the word. Passages of the wanted shape (a number
-for "how many", a cause for "why") earn a bonus; captions, sentences about the document itself
-and sentences pointing back to text they cannot be quoted with lose some; the page's own
-publication lines are left out. Picks are spread with maximal marginal relevance over term
-overlap, so near-duplicates do not crowd out new facts.
+Each question is scored against every sentence, list item, table and (for questions asking
+how to do something) whole code block of the snapshot. The score is one documented
+combination, its constants in the block below (docs/llm.md, "Passage ranking"):
+
+* **coverage**: the idf-weighted share of the question's terms the passage or the heading it
+  stands under mentions; terms of the document's title count partly in every passage, since
+  every sentence of a page about a named thing is about it without repeating the name. Words
+  naming the kind of answer ("which dates", "how long") are matched by an answer of that kind.
+* **BM25** (``bm25s``) over the passages with their headings, normalised by the page's best.
+* **proximity**: how close together the matched terms stand, from the shortest window that
+  covers them all (Tao & Zhai, SIGIR 2007).
+* **heading match**: the share of the question's terms in the passage's heading.
+* **answer shape**: the passage has the form of the answer the question's kind wants
+  (:func:`research.engine.question_terms.question_kind`): a number, a date or version, a
+  definition's copula, an instruction, a contrast, a stated default, a cause.
+
+A passage mentioning none of what the question asks about beyond its names loses half its
+score; captions, sentences about the document itself and sentences pointing back to text they
+cannot be quoted with lose some. What is kept must reach an absolute floor and a share of the
+page's best passage, so a page rich in answers gives more of them and a page with one answer
+gives one. Only the page's own publication lines, text planted to steer a program and code
+blocks for questions that ask no procedure are left out. Picks are spread with maximal
+marginal relevance over term overlap (Carbonell & Goldstein, SIGIR 1998), so near-duplicates
+do not crowd out new facts.
 
 With the snapshot's block map, passages never run from one block of the page into the next
-(a table is quoted as its rows, with the breaks between them), and code blocks are not quoted:
-a report of quotations states findings in prose, and a code sample is no statement of fact.
-What a question asks about and the term weights are :mod:`research.engine.question_terms`.
+(a table is quoted as its rows, with the breaks between them), and a code block is quoted only
+whole, as the exact span of its block.
 """
 
 import math
@@ -32,16 +41,17 @@ from research.engine.contracts import EXCERPT_MAX_CHARS, Block
 from research.engine.planted import is_planted
 from research.engine.question_terms import (
     _QUANTITY,
-    _TAKES_EFFECT,
     NEAR_DUPLICATE,
     SUPPORTS_RELEVANCE,
+    QuestionKind,
     TermWeights,
-    answer_shape_bonus,
+    answer_shape,
     answer_type_terms,
     jaccard,
+    question_kind,
     question_terms,
-    related_matches,
 )
+from research.engine.text import stem
 from research.llm.text import (
     Segment,
     content_terms,
@@ -50,15 +60,54 @@ from research.llm.text import (
     segment_text,
 )
 
-MIN_RELEVANCE = 0.4
+# --------------------------------------------------------------------------------------------
+# Ranking constants: every number the passage score is made of (docs/llm.md, "Passage ranking")
+# --------------------------------------------------------------------------------------------
+# The weights of the components sum to 1, so a passage that mentions every term of the
+# question, close together, under a heading naming them, in the answer's shape scores 1.
+# Coverage carries most: relevance is to mean how much of what the question asks the passage
+# states, and 0.5 (SUPPORTS_RELEVANCE) must mean "answers it" to the engine.
+W_COVERAGE = 0.55
+# BM25 adds term frequency and length normalisation that a set coverage lacks; normalised by
+# the page's best passage it orders passages of equal coverage.
+W_BM25 = 0.15
+# Matched terms standing together speak of one thing; scattered over a long sentence, often of
+# several (Tao & Zhai 2007 found the minimal covering span the most useful proximity measure).
+W_PROXIMITY = 0.1
+# A passage under a heading naming what the question asks about is in the right section.
+W_HEADING = 0.05
+# An answer of the wanted shape (a number for "how many") is worth as much as BM25: enough to
+# lift the passage stating the value over one that only repeats the question's words.
+W_SHAPE = 0.15
+# The share a title term counts for in every passage: most of a full match, because every
+# sentence of a page about a named thing is about it (passage retrieval interpolates a
+# passage's score with its document's, Callan, SIGIR 1994); less than a full one, so the
+# passage that repeats the term still ranks first.
+TITLE_CREDIT = 0.7
+# An answer-type word ("date") repeated without an answer of its shape half-matches.
+NAMED_ONLY_CREDIT = 0.5
+# A passage that mentions only whom the question is about, not what it asks, keeps this share:
+# enough to sink it below a passage that does, not so little that a word the stemmer fails to
+# join ("released" / "release") or a synonym the page uses removes an answer.
+OFF_FOCUS_FACTOR = 0.75
+# Kept passages reach this absolute relevance: below it a passage shares less than half the
+# question's weighted terms and has no answer shape (0.55 × 0.45 ≈ 0.25) …
+MIN_RELEVANCE = 0.25
+# … and half the page's best passage for the question: weaker ones are noise beside a clear
+# answer, while a page with many good answers keeps them all.
+RELATIVE_FLOOR = 0.5
+# A page whose passages reach this relevance is quoted beyond a question's share of max_items.
 STRONG_RELEVANCE = 0.7
-_MMR_LAMBDA = 0.7
-_TITLE_CREDIT = 0.6
-_HEADING_CREDIT = 0.5
-_OWN_WORDS_FLOOR = 0.15
-_PASSAGES_PER_QUESTION = 4
-_SOLE_QUESTION_PASSAGES = 6
-_ON_TOPIC_COVERAGE = 0.6
+# Maximal marginal relevance: 0.7 of relevance, 0.3 of novelty, the usual setting for
+# extractive summaries (Carbonell & Goldstein 1998 use values from 0.3 to 0.7).
+MMR_LAMBDA = 0.7
+# A label or caption (fewer words than this, no figure) matches many words for its length but
+# says little; a sentence about the document itself says nothing about the world; one that
+# points back with nothing before it to quote means little alone.
+SHORT_WORDS = 8
+SHORT_PENALTY = 0.1
+META_PENALTY = 0.2
+DANGLING_PENALTY = 0.15
 
 # Sentences that start by pointing back ("This…", "It…") read better with the sentence before.
 _ANAPHORIC_START = re.compile(
@@ -66,8 +115,6 @@ _ANAPHORIC_START = re.compile(
     r"the latter|the former|the same)\b",
     re.IGNORECASE,
 )
-_SHORT_WORDS = 8
-_SHORT_PENALTY = 0.1
 # Sentences about the document rather than the world ("This page summarises…").
 _META = re.compile(
     r"^(?:this|the)\s+(?:page|article|note|report|section|document|post|paper|summary|chapter)\s+"
@@ -79,22 +126,12 @@ _META = re.compile(
 # "Cite as: arXiv:2311.04567."): an answer only to a question about the publication.
 _PUBLICATION_LINE = re.compile(
     r"^(?:(?:first\s+|originally\s+)?published|posted|updated|last\s+(?:updated|modified|"
-    r"reviewed|edited)|written|filed)\b(?:\s+(?:on|by|in|at))?\s+(?:\d|[A-Z])"
+    r"reviewed|edited)|written|filed|submitted|received|accepted|revised)\b"
+    r"(?:\s+(?:on|by|in|at))?\s+(?:\d|[A-Z])"
     r"|^(?:cite\s+(?:this|as)|how\s+to\s+cite|doi|permalink)\b",
     re.IGNORECASE,
 )
-_ABOUT_PUBLICATION = frozenset({"publish", "public", "cite", "citation", "updat", "update"})
-_META_PENALTY = 0.2
-_WANTS_QUANTITY = re.compile(
-    r"^how (?:many|much|large|big|high|low|often)\b|\b(?:what|which) (?:share|percentage|"
-    r"proportion|number|amount)\b|\bhow much\b",
-    re.IGNORECASE,
-)
-_NO_QUANTITY_PENALTY = 0.1
-_DANGLING_PENALTY = 0.15
-# "…take effect…", "when…": answered by dates. The phrase says when, not what.
-_ASKS_WHEN = re.compile(rf"^when\b|{_TAKES_EFFECT.pattern}", re.IGNORECASE)
-_NAMED_ONLY_CREDIT = 0.5
+_ABOUT_PUBLICATION = frozenset(stem(word) for word in ("published", "publication", "cite", "citation", "updated"))
 
 
 @dataclass(frozen=True)
@@ -133,9 +170,9 @@ def mmr_order(
         best, best_value = None, -math.inf
         for index in pool:
             overlap = max((jaccard(terms[index], terms[other]) for other in already), default=0.0)
-            if overlap >= NEAR_DUPLICATE:
+            if any(near_duplicate(terms[index], terms[other]) for other in already):
                 continue
-            value = _MMR_LAMBDA * scores[index] - (1 - _MMR_LAMBDA) * overlap
+            value = MMR_LAMBDA * scores[index] - (1 - MMR_LAMBDA) * overlap
             if value > best_value:
                 best, best_value = index, value
         if best is None:
@@ -146,25 +183,62 @@ def mmr_order(
     return chosen
 
 
-def _penalty(passage: str, *, wants_quantity: bool) -> float:
+def near_duplicate(first: frozenset[str], second: frozenset[str]) -> bool:
+    """Whether two passages say nearly the same thing: they share most terms (Jaccard) and
+    the figures of one are among those of the other. "defaults to 90 days" and "defaults to
+    30 days" for two settings are two facts, as the quoted report already holds for alike
+    excerpts; a sentence repeating one figure of another is not."""
+    if jaccard(first, second) < NEAR_DUPLICATE:
+        return False
+    figures = [{term for term in terms if term[0].isdigit()} for terms in (first, second)]
+    return figures[0] <= figures[1] or figures[1] <= figures[0]
+
+
+def _penalty(passage: str) -> float:
     penalty = 0.0
-    has_quantity = bool(_QUANTITY.search(passage))
-    if len(passage.split()) < _SHORT_WORDS and not has_quantity:
-        # A label or caption matches many words for its length but says little.
-        penalty += _SHORT_PENALTY
-    if wants_quantity and not has_quantity:
-        penalty += _NO_QUANTITY_PENALTY
+    if len(passage.split()) < SHORT_WORDS and not _QUANTITY.search(passage):
+        penalty += SHORT_PENALTY
     if _META.match(passage):
-        penalty += _META_PENALTY
+        penalty += META_PENALTY
     return penalty
 
 
 def _usable(segment: Segment, text: str) -> bool:
-    if segment.kind in ("heading", "code"):
+    if segment.kind == "heading":
         return False
+    if segment.kind == "code":
+        # Quoted only whole: a block longer than an excerpt may be cannot be quoted at all.
+        return segment.end - segment.start <= EXCERPT_MAX_CHARS
     words = text[segment.start : segment.end].split()
     has_number = any(char.isdigit() for char in text[segment.start : segment.end])
     return len(words) >= 5 or (has_number and len(words) >= 3)
+
+
+def min_cover_proximity(positions: dict[str, list[int]], query: Iterable[str]) -> float:
+    """How close together the query terms found in a passage stand, 0–1: the number of
+    distinct terms found, less one, over the length of the shortest window of term positions
+    covering them all, less one (1 when they stand side by side). With one query term, 1 when
+    it is found; with fewer than two found of several, 0."""
+    wanted = [term for term in dict.fromkeys(query)]
+    found = [term for term in wanted if term in positions]
+    if len(wanted) == 1:
+        return 1.0 if found else 0.0
+    if len(found) < 2:
+        return 0.0
+    events = sorted((position, term) for term in found for position in positions[term])
+    counts: dict[str, int] = {}
+    best = math.inf
+    left = 0
+    for position, term in events:
+        counts[term] = counts.get(term, 0) + 1
+        while len(counts) == len(found):
+            best = min(best, position - events[left][0] + 1)
+            first = events[left][1]
+            counts[first] -= 1
+            if not counts[first]:
+                del counts[first]
+            left += 1
+    return (len(found) - 1) / (best - 1) if best > 1 else 1.0
 
 
 def _points_back(segment: Segment, text: str) -> bool:
@@ -205,7 +279,9 @@ def _excerpt_span(segments: Sequence[Segment], index: int, text: str) -> tuple[i
 
 
 # A sentence that announces what follows ("They take effect in three steps:", "the changes
-# below") answers through the sentences after it, which rarely repeat the question's words.
+# below", "enter the following command:") answers through the passages after it, which rarely
+# repeat the question's words: the figures, and for a procedure the code blocks, of the next
+# few passages share its relevance, a little less.
 _ANNOUNCES = re.compile(
     r"\b(?:below|as follows|the following|in (?:two|three|four|five|several) "
     r"(?:steps|stages|phases|parts))\b|:\s*$",
@@ -215,45 +291,62 @@ _ANNOUNCED_SPAN = 6
 _ANNOUNCED_SHARE = 0.8
 # Reference documentation puts an option's value in a short block of its own right after the
 # option's description ("Default: 4096", "Type: integer"): the value answers through
-# the description, whose words it never repeats. Such a block (fewer than _SHORT_WORDS words,
-# carrying a figure) shares the description's relevance like an announced detail.
+# the description, whose words it never repeats. Such a block (fewer than SHORT_WORDS words,
+# carrying a figure) shares the description's relevance like an announced detail. It may come
+# after the rest of the description ("Can be a timedelta or an int."): the first such block
+# among the next three passages is the description's, three being the longest a one-option
+# description in reference documentation usually runs.
+_VALUE_LOOKAHEAD = 3
 
 
 def _follow_announcements(
-    page: "_Page", relevance: dict[int, float], scores: dict[int, float]
+    page: "_Page", relevance: dict[int, float], *, procedure: bool
 ) -> None:
-    """Let the figures and dates that follow a relevant announcing sentence share its
-    relevance (a little less), so the announced details can be quoted too."""
+    """Let the figures, dates and (for a procedure) code blocks that follow a relevant
+    announcing sentence share its relevance, so the announced details can be quoted too."""
     order = {index: position for position, index in enumerate(page.usable)}
-    for index in sorted(scores):
+    for index in sorted(relevance):
+        if page.segments[index].kind == "code":
+            continue
         position = order[index]
-        following = page.usable[position + 1] if position + 1 < len(page.usable) else None
-        if following is not None and _is_value_block(page, index, following):
-            inherited = relevance[index] * _ANNOUNCED_SHARE
-            if inherited >= MIN_RELEVANCE and inherited > relevance.get(following, 0):
-                relevance[following] = inherited
-                scores[following] = inherited
+        inherited = relevance[index] * _ANNOUNCED_SHARE
+        following = next(
+            (
+                later
+                for later in page.usable[position + 1 : position + 1 + _VALUE_LOOKAHEAD]
+                if _is_value_block(page, index, later)
+            ),
+            None,
+        )
+        if (
+            following is not None
+            and inherited >= MIN_RELEVANCE
+            and inherited > relevance.get(following, 0)
+        ):
+            relevance[following] = inherited
         if not _ANNOUNCES.search(page.passage(index)):
             continue
         for following in page.usable[position + 1 : position + 1 + _ANNOUNCED_SPAN]:
-            if not _QUANTITY.search(page.passage(following)):
+            is_code = page.segments[following].kind == "code"
+            if is_code and not procedure:
                 continue
-            inherited = relevance[index] * _ANNOUNCED_SHARE
+            if not is_code and not _QUANTITY.search(page.passage(following)):
+                continue
             if inherited >= MIN_RELEVANCE and inherited > relevance.get(following, 0):
                 relevance[following] = inherited
-                scores[following] = inherited
 
 
 def _is_value_block(page: "_Page", index: int, following: int) -> bool:
-    """Whether ``following`` is a short value block right after passage ``index``: the next
-    segment of the page, in a block of its own under the same heading, short, with a figure."""
+    """Whether ``following`` is a short value block of passage ``index``'s description: a later
+    segment of the page under the same heading (the caller takes the first such after the
+    description), in a block of its own, short, with a figure."""
     after, before = page.segments[following], page.segments[index]
     passage = page.passage(following)
     return (
-        following == index + 1
+        after.kind != "code"
         and after.paragraph != before.paragraph
         and after.heading == before.heading
-        and len(passage.split()) < _SHORT_WORDS
+        and len(passage.split()) < SHORT_WORDS
         and bool(_QUANTITY.search(passage))
     )
 
@@ -266,6 +359,7 @@ class _Page:
     segments: list[Segment]
     usable: list[int]
     own_terms: dict[int, frozenset[str]]
+    positions: dict[int, dict[str, list[int]]]
     heading_terms: dict[int, frozenset[str]]
     topic_terms: frozenset[str]
     weights: TermWeights
@@ -292,21 +386,35 @@ class _Page:
         # "the mean SPF was 2.6" speaks of the seasonal performance factor the page defined.
         abbreviations = find_abbreviations(text)
 
-        def terms_of(passage: str) -> frozenset[str]:
-            terms = set(content_terms(passage))
-            for abbreviation in terms & abbreviations.keys():
-                terms |= abbreviations[abbreviation]
-            return frozenset(terms)
+        def positions_of(passage: str) -> dict[str, list[int]]:
+            found: dict[str, list[int]] = {}
+            for position, term in enumerate(content_terms(passage)):
+                for each in {term} | abbreviations.get(term, frozenset()):
+                    found.setdefault(each, []).append(position)
+            return found
 
-        own_terms = {i: terms_of(text[segments[i].start : segments[i].end]) for i in usable}
-        heading_terms = {i: terms_of(segments[i].heading) for i in usable}
+        positions = {}
+        for i in usable:
+            positions[i] = positions_of(text[segments[i].start : segments[i].end])
+            if segments[i].kind == "code" and i > 0 and segments[i - 1].kind != "heading":
+                # Code names few words of English: the sentence introducing it ("To install
+                # on Linux, run:") says what it does, and its terms stand for the block's.
+                for term in positions_of(text[segments[i - 1].start : segments[i - 1].end]):
+                    positions[i].setdefault(term, [])
+        own_terms = {i: frozenset(positions[i]) for i in usable}
+        heading_terms = {i: frozenset(positions_of(segments[i].heading)) for i in usable}
         first_heading = next((s for s in segments if s.kind == "heading"), None)
         topic_text = (
             title + " " + (text[first_heading.start : first_heading.end] if first_heading else "")
         )
         retriever = bm25s.BM25()
         retriever.index(
-            [list(own_terms[i] | heading_terms[i]) or ["\x00"] for i in usable],
+            [
+                [t for t, at in positions[i].items() for _ in at or [0]]
+                + list(heading_terms[i])
+                or ["\x00"]
+                for i in usable
+            ],
             show_progress=False,
         )
         return cls(
@@ -314,6 +422,7 @@ class _Page:
             segments=segments,
             usable=usable,
             own_terms=own_terms,
+            positions=positions,
             heading_terms=heading_terms,
             topic_terms=frozenset(content_terms(topic_text)),
             weights=TermWeights(own_terms[i] | heading_terms[i] for i in usable),
@@ -328,79 +437,81 @@ def _score_question(
     page: _Page, question: QuestionText
 ) -> tuple[dict[int, float], dict[int, float]]:
     """How well each passage answers ``question`` (relevance, 0–1) and the order to pick them
-    in (relevance plus a little BM25); passages below :data:`MIN_RELEVANCE` are left out."""
+    in (the same scores); passages below the floors are left out."""
     query, focus = question_terms(question.text, page.topic_terms)
-    relevance: dict[int, float] = {}
-    scores: dict[int, float] = {}
     if not query:
-        return relevance, scores
+        return {}, {}
+    kind = question_kind(question.text)
+    shape = answer_shape(kind)
     raw = page.retriever.get_scores(list(query))
     top = float(raw.max()) if len(raw) else 0.0
-    wants_quantity = bool(_WANTS_QUANTITY.search(question.text))
-    answer_types = {
-        term: shape for term, shape in answer_type_terms(question.text).items() if term in query
-    }
-    # A page whose title and first heading already say what the question asks about
-    # ("Fare changes in 2025" for "What fare changes take effect in 2025?") answers in
-    # sentences that need not repeat those words: there a sentence carrying a figure or
-    # a date may stand on the page's topic instead of its own wording.
-    # That holds for questions answered by figures and dates, not for "which types can no
-    # longer get the grant", whose answer is in words the passage must say.
-    subject_query = {term: scale for term, scale in query.items() if term not in answer_types}
-    figures_answer = bool(answer_types) or wants_quantity or bool(_ASKS_WHEN.search(question.text))
-    on_topic = (
-        figures_answer
-        and page.weights.coverage(subject_query, page.topic_terms) >= _ON_TOPIC_COVERAGE
-    )
+    answer_types = {term: shape for term, shape in answer_type_terms(question.text).items()}
     about_publication = bool(_ABOUT_PUBLICATION & query.keys())
+    relevance: dict[int, float] = {}
     for position, index in enumerate(page.usable):
+        segment = page.segments[index]
         passage = page.passage(index)
+        if segment.kind == "code" and kind.kind != "procedure":
+            continue
         if not about_publication and _PUBLICATION_LINE.match(passage):
             continue
-        heading = page.segments[index].heading
-        answered = {
-            term
-            for term, shape in answer_types.items()
-            if shape.search(passage) or shape.search(heading)
-        }
-        words = (page.own_terms[index] - answer_types.keys()) | answered
-        related = related_matches(query, words)
-        related.update(
-            {
-                term: _NAMED_ONLY_CREDIT
-                for term in answer_types.keys() - answered
-                if term in page.own_terms[index]
-            }
-        )
-        own = page.weights.coverage(query, words, related)
-        carries_answer = on_topic and bool(_QUANTITY.search(passage))
-        if own < _OWN_WORDS_FLOOR and not carries_answer:
-            continue
-        mentioned = words | page.heading_terms[index] | related.keys()
-        if focus and not focus & mentioned and not carries_answer:
-            # It names who or what the question is about but not what it asks.
-            continue
-        partial = {term: _TITLE_CREDIT for term in page.topic_terms}
-        partial.update({term: _HEADING_CREDIT for term in page.heading_terms[index]})
-        partial.update(related)
-        covered = page.weights.coverage(query, words, partial)
-        value = (
-            covered
-            + answer_shape_bonus(question.text, passage, heading)
-            - _penalty(passage, wants_quantity=wants_quantity)
-        )
-        if _points_back(page.segments[index], page.text) and not _joins_previous(
+        value = _passage_score(page, index, query, focus, kind, answer_types)
+        if shape is not None and (segment.kind == "code" or _shaped(shape, kind, page, index)):
+            value += W_SHAPE
+        value += W_BM25 * (float(raw[position]) / top if top > 0 else 0.0)
+        value -= _penalty(passage) if segment.kind != "code" else 0.0
+        if _points_back(segment, page.text) and not _joins_previous(
             page.segments, index, page.text
         ):
             # "The same goes for the cost." means little without what came before.
-            value -= _DANGLING_PENALTY
-        value = min(1.0, value)
-        if value < MIN_RELEVANCE:
-            continue
-        relevance[index] = value
-        scores[index] = value + 0.1 * (float(raw[position]) / top if top > 0 else 0.0)
-    _follow_announcements(page, relevance, scores)
-    return relevance, scores
+            value -= DANGLING_PENALTY
+        if value >= MIN_RELEVANCE:
+            relevance[index] = min(1.0, value)
+    _follow_announcements(page, relevance, procedure=kind.kind == "procedure")
+    best = max(relevance.values(), default=0.0)
+    kept = {i: v for i, v in relevance.items() if v >= RELATIVE_FLOOR * best}
+    return kept, dict(kept)
+
+
+def _shaped(shape: re.Pattern[str], kind: QuestionKind, page: _Page, index: int) -> bool:
+    """Whether passage ``index`` has the answer's shape; a date may stand in its heading."""
+    if shape.search(page.passage(index)):
+        return True
+    return kind.kind == "date" and bool(shape.search(page.segments[index].heading))
+
+
+def _passage_score(
+    page: _Page,
+    index: int,
+    query: dict[str, float],
+    focus: set[str],
+    kind: QuestionKind,
+    answer_types: dict[str, re.Pattern[str]],
+) -> float:
+    """The coverage, proximity and heading components of a passage's score, weighted, and
+    the share kept when it misses the question's focus."""
+    passage, heading = page.passage(index), page.segments[index].heading
+    own, heading_terms = page.own_terms[index], page.heading_terms[index]
+    answered = {
+        term
+        for term, shape in answer_types.items()
+        if shape.search(passage) or (kind.kind == "date" and shape.search(heading))
+    }
+    # The page's title heading stands over every passage: its words count as the title's do.
+    words = (own - answer_types.keys()) | (heading_terms - page.topic_terms) | answered
+    partial = {term: TITLE_CREDIT for term in page.topic_terms}
+    partial.update(
+        {term: NAMED_ONLY_CREDIT for term in answer_types.keys() - answered if term in own}
+    )
+    coverage = page.weights.coverage(query, words, partial)
+    proximity = min_cover_proximity(
+        page.positions[index], [term for term in query if term not in answer_types]
+    )
+    in_heading = page.weights.coverage(query, heading_terms - page.topic_terms)
+    value = W_COVERAGE * coverage + W_PROXIMITY * proximity + W_HEADING * in_heading
+    if focus and not focus & (own | heading_terms):
+        value *= OFF_FOCUS_FACTOR
+    return value
 
 
 def select_passages(
@@ -415,7 +526,9 @@ def select_passages(
 
     Every passage is an exact span of ``text``, inside one block of ``blocks`` (the snapshot's
     block map) when it is given. Questions take turns so each gets its best passages before
-    any gets more; a passage chosen for several questions is returned once.
+    any gets more; a passage chosen for several questions is returned once. Each question may
+    have an equal share of ``max_items`` (the engine's room for one page); how many of them
+    it gets is decided by the floors of :func:`_score_question`, not by a fixed count.
     """
     page = _Page.build(text, title, blocks) if questions else None
     if page is None:
@@ -429,9 +542,7 @@ def select_passages(
             {(question.id, index): value for index, value in question_relevance.items()}
         )
 
-    # A question asked alone gets more room: there is no other question to share the page with.
-    cap = _SOLE_QUESTION_PASSAGES if len(questions) == 1 else _PASSAGES_PER_QUESTION
-    per_question = max(1, min(cap, math.ceil(max_items / len(questions))))
+    per_question = max(1, math.ceil(max_items / len(questions)))
     picks: dict[str, list[int]] = {}
     for question in questions:
         scores = rank_score.get(question.id, {})
@@ -446,11 +557,11 @@ def select_passages(
                 continue
             candidate = ranked[turn]
             # Diversity holds across questions too: one fact quoted twice is not two facts.
-            if any(jaccard(own_terms[candidate], own_terms[i]) >= NEAR_DUPLICATE for i in chosen):
+            if any(near_duplicate(own_terms[candidate], own_terms[i]) for i in chosen):
                 continue
             chosen.append(candidate)
-    # A page that is all answer ("Fare changes in 2025", sentence after sentence of changes)
-    # is quoted beyond the per-question share, up to ``max_items``.
+    # A page that is all answer (sentence after sentence of changes) is quoted beyond the
+    # per-question share, up to ``max_items``.
     strong = sorted(
         {i for (_, i), value in relevance.items() if value >= STRONG_RELEVANCE} - set(chosen),
         key=lambda i: (-max(rank_score[q.id].get(i, 0.0) for q in questions), i),
@@ -458,7 +569,7 @@ def select_passages(
     for candidate in strong:
         if len(chosen) >= max_items:
             break
-        if all(jaccard(own_terms[candidate], own_terms[i]) < NEAR_DUPLICATE for i in chosen):
+        if not any(near_duplicate(own_terms[candidate], own_terms[i]) for i in chosen):
             chosen.append(candidate)
     passages = []
     for index in chosen[:max_items]:

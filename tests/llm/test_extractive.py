@@ -103,3 +103,50 @@ def test_answer_shapes_follow_the_question_type() -> None:
     for question, answer, other in cases:
         assert answer_shape_bonus(question, answer) > 0, question
         assert answer_shape_bonus(question, other) == 0, question
+
+
+def test_question_kinds_are_read_from_grammar() -> None:
+    from research.engine.question_terms import QuestionKind, question_kind
+
+    cases = {
+        "How long does the cache keep entries?": QuestionKind("quantity", "time"),
+        "How often is the index rebuilt?": QuestionKind("quantity", "time"),
+        "How many workers can a pool hold?": QuestionKind("quantity"),
+        "How safe is the fast mode?": QuestionKind("other"),
+        "Since which release can I use upserts?": QuestionKind("date"),
+        "On which dates do the rules apply?": QuestionKind("date"),
+        "What is a sparse checkout?": QuestionKind("definition"),
+        "How does a lease differ from a lock?": QuestionKind("comparison"),
+        "Is the fast mode safer than the slow one?": QuestionKind("comparison"),
+        "Why does the build fail?": QuestionKind("cause"),
+        "How do I enable tracing?": QuestionKind("procedure"),
+        "Can I share a handle between threads?": QuestionKind("yesno"),
+    }
+    for question, kind in cases.items():
+        assert question_kind(question) == kind, question
+
+
+def test_proximity_is_the_minimal_window_covering_the_matched_terms() -> None:
+    from research.llm.selection import min_cover_proximity
+
+    together = {"pool": [3], "timeout": [4]}
+    apart = {"pool": [0, 9], "timeout": [5]}
+    assert min_cover_proximity(together, ["pool", "timeout"]) == 1.0
+    assert min_cover_proximity(apart, ["pool", "timeout"]) == 1 / 4  # window 5..9
+    assert min_cover_proximity({"pool": [2]}, ["pool", "timeout"]) == 0.0
+    assert min_cover_proximity({"pool": [2]}, ["pool"]) == 1.0
+
+
+def test_alike_passages_with_different_figures_are_both_selected() -> None:
+    from research.llm.selection import QuestionText, select_passages
+
+    text = (
+        "Expiry\n\n"
+        "The expire command removes reachable entries older than this time; defaults to 90 days."
+        "\n\nThe expire command removes unreachable entries older than this time; defaults to "
+        "30 days.\n\nThe command also prints a summary of what it removed."
+    )
+    question = QuestionText("q1", "How long does the expire command keep entries?")
+    quoted = [text[p.start : p.end] for p in select_passages(text, [question])]
+    assert any("90 days" in passage for passage in quoted)
+    assert any("30 days" in passage for passage in quoted)

@@ -224,18 +224,20 @@ def test_a_how_long_question_is_answered_by_a_duration_even_without_digits():
     assert not any("funded" in item.excerpt for item in evidence)
 
 
-def test_the_lead_naming_a_source_is_not_what_a_question_asks_about():
+def test_a_comparison_is_answered_by_the_passage_that_states_both_sides():
+    # The question's frame ("what did … report about") is ordinary words with a low weight, not
+    # a rule: the sentence stating the figure against the forecast outranks the one that only
+    # shares the frame's verb.
     text = (
         "Line 3 extension falls short of forecast\n"
         "The council's scrutiny committee will report on the extension at a public meeting.\n"
-        "The new stations handled 48,200 boardings each weekday, well short of the 61,000 "
-        "weekday boardings promised in the business case.\n"
+        "The new stations handled 48,200 weekday riders, fewer than the 61,000 weekday riders "
+        "in the forecast of the business case.\n"
     )
 
     evidence = _extract(
         text,
-        "What did the Harwick Courier report about Line 3 extension ridership compared with "
-        "the forecast?",
+        "What did the newspaper report about Line 3 extension riders compared with the forecast?",
         title="Line 3 extension falls short of forecast",
     ).value.evidence
 
@@ -325,3 +327,33 @@ def test_passages_stay_inside_the_blocks_of_the_page_and_never_quote_code():
             assert inside[0].start <= start and end <= inside[0].end
     assert not any("I/O. Past" in item.excerpt for item in evidence)
     assert any(item.excerpt.startswith("Version\tLock change\n3.2") for item in evidence)
+
+
+def test_a_procedure_question_quotes_a_whole_code_block_and_others_never_do():
+    from research.engine.contracts import ExtractionRequest, PlanQuestion
+    from research.sources.extract_html import extract_html
+
+    html = b"""<html><head><title>Installing the tool</title></head><body><main>
+<h1>Installing the tool</h1>
+<p>The tool runs on Linux and macOS and needs no compiler.</p>
+<p>To install the tool on Linux, run the following command in a terminal:</p>
+<pre>curl -fsSL https://get.example.org/install.sh | sh</pre>
+<p>The installer puts the tool in your home directory.</p>
+</main></body></html>"""
+    page = extract_html(html, url="https://docs.example.org/install")
+    code = next(b for b in page.blocks if b.kind == "code")
+
+    def quotes(question: str) -> list[str]:
+        request = ExtractionRequest(
+            source_id="src-1",
+            title=page.title,
+            kind="html",
+            text=page.text,
+            blocks=page.blocks,
+            questions=[PlanQuestion(id="q1", text=question)],
+        )
+        return [e.excerpt for e in ExtractiveModelClient().extract(request).value.evidence]
+
+    whole = page.text[code.start : code.end]
+    assert whole in quotes("How do I install the tool on Linux?")
+    assert not any("curl" in excerpt for excerpt in quotes("Which systems does the tool run on?"))
