@@ -34,7 +34,7 @@ from research.engine.contracts import (
     Timeframe,
     Usage,
 )
-from research.engine.guards import fingerprint_query
+from research.engine.guards import BUDGET_PRESETS, fingerprint_query, reciprocal_rank
 from research.engine.ports import ModelResult
 from research.engine.question_terms import (
     SUPPORTS_RELEVANCE,
@@ -53,8 +53,16 @@ MAX_ACTIONS = 3
 MAX_SEARCHES_PER_DECISION = 2
 READ_THRESHOLD = 0.3
 CORROBORATION_READ_THRESHOLD = 0.15
-_RANK_PENALTY_PER_PLACE = 0.01
 _PREFERRED_BONUS = 0.05
+# A result one of the searches placed this high is worth reading on the search engine's word
+# when its title, snippet or address shares the question's focus, even if they name few of the
+# question's other terms: the naive baseline that reads each search's top five cites the page
+# holding the answer more often than a decider trusting titles alone.
+ENGINE_TOP_PLACES = 5
+# Share of the run's fetch budget that reading for breadth may use before finishing: half,
+# so the other half stays for questions that need more searches. Divided among the required
+# questions it gives each a minimum number of pages (see ``breadth_minimum``).
+BREADTH_SHARE = 0.5
 _FIGURE_QUESTIONS = (
     "how many",
     "how much",
@@ -198,18 +206,35 @@ def _needs(plan: ResearchPlan, coverage: dict[str, QuestionCoverage]) -> list[_N
     return [need for *_, need in sorted(needs, key=lambda entry: entry[:3])]
 
 
-def _second_pages(plan: ResearchPlan, coverage: dict[str, QuestionCoverage]) -> list[_Need]:
-    """Required questions the gate counts as covered that rest on one page.
+def breadth_minimum(fetch_budget: int, required: int) -> int:
+    """Distinct pages with evidence each required question should have before finishing:
+    ``BREADTH_SHARE`` of the run's fetch budget divided among its required questions, and at
+    least two, because one page is the answer a title promised rather than one a researcher
+    checked. With the presets (10, 24 and 45 fetches) one required question reads 5, 12 or 22
+    pages at quick, standard and thorough depth; two read 2, 6 or 11 each."""
+    return max(2, int(BREADTH_SHARE * fetch_budget) // max(1, required))
+
+
+def _breadth(
+    plan: ResearchPlan, coverage: dict[str, QuestionCoverage], *, fetch_budget: int, used: int
+) -> list[_Need]:
+    """Required questions the gate counts as covered that rest on fewer pages than
+    :func:`breadth_minimum`, while the run has used less than ``BREADTH_SHARE`` of its fetch
+    budget.
 
     A first-party page meets the finish gate on its own, but documentation spreads an answer
     over pages (a guide and the reference it links to); the naive read-the-top-five baseline
-    cites the page holding the answer more often than one read does. Such a question may
-    take one more read — only a strong match (``READ_THRESHOLD``), never another search.
+    cites the page holding the answer more often than one read does. Such a question takes
+    more reads — only of strong or top-ranked matches, never another search — so reading for
+    breadth ends when those run out, and is bounded by the budget share either way.
     """
+    if used >= BREADTH_SHARE * fetch_budget:
+        return []
+    minimum = breadth_minimum(fetch_budget, len(plan.required_question_ids))
     needs = []
     for question in plan.questions:
         item = coverage.get(question.id)
-        if question.id in plan.required_question_ids and item and len(item.source_ids) < 2:
+        if question.id in plan.required_question_ids and item and len(item.source_ids) < minimum:
             needs.append(_Need(question, 3, item.evidence_count))
     return needs
 
@@ -230,8 +255,8 @@ def _path_words(path: str) -> str:
 
 class _CandidateRanker:
     """Scores unread search results against questions: term coverage of title, snippet and
-    the address path's words, a small bonus for preferred domains, a small penalty for lower
-    discovery rank."""
+    the address path's words, with a small bonus for preferred domains; and orders them by
+    reciprocal-rank fusion of that score's ranking with the ranks the searches gave them."""
 
     def __init__(self, candidates: list[CandidateSummary]) -> None:
         self.terms = {
@@ -242,7 +267,28 @@ class _CandidateRanker:
         }
         self.weights = TermWeights(self.terms.values())
         self.rank = {c.source_id: place for place, c in enumerate(candidates)}
+        self.search_ranks = {c.source_id: c.search_ranks for c in candidates}
         self._questions: dict[str, tuple[dict[str, float], set[str]]] = {}
+
+    def top_ranked(self, candidate: CandidateSummary) -> bool:
+        """Whether a search placed ``candidate`` among its ``ENGINE_TOP_PLACES`` best (never
+        when the brief does not say how the searches ranked it)."""
+        return min(self.search_ranks[candidate.source_id], default=0) in range(
+            1, ENGINE_TOP_PLACES + 1
+        )
+
+    def fused(self, values: dict[str, float]) -> dict[str, float]:
+        """Reciprocal-rank fusion of the term scores ``values`` (source id → score, ranked
+        best first) with every search's rank of each source: a page the searches rank high
+        and whose title matches beats one that does only one of the two. A brief that does not
+        say how the searches ranked a result lists it in discovery order, which is each
+        search's order for the results it found first, so that place stands in."""
+        order = sorted(values, key=lambda source_id: (-values[source_id], self.rank[source_id]))
+        return {
+            source_id: reciprocal_rank([place])
+            + reciprocal_rank(self.search_ranks[source_id] or [self.rank[source_id] + 1])
+            for place, source_id in enumerate(order, start=1)
+        }
 
     def _terms_of(self, text: str) -> tuple[dict[str, float], set[str]]:
         """A question's terms and focus, without the words naming the kind of answer ("which
@@ -267,7 +313,7 @@ class _CandidateRanker:
         value = self.weights.coverage(query, terms)
         if candidate.preferred:
             value += _PREFERRED_BONUS
-        return value - _RANK_PENALTY_PER_PLACE * min(self.rank[candidate.source_id], 30)
+        return value
 
 
 def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
@@ -275,13 +321,25 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
     evidence, or search for it with a query not yet tried; finish when nothing useful remains."""
     plan = brief.plan
     coverage = {item.question_id: item for item in brief.coverage}
-    needs = _needs(plan, coverage) or _second_pages(plan, coverage)
+    remaining = brief.remaining
+    unlimited = _unlimited(remaining)
+    # Pages the run has spent fetches on: read ones are in the brief as candidates, failed
+    # ones as failed sources; with what remains they give the run's fetch budget.
+    used = sum(1 for c in brief.candidates if c.status != "candidate") + len(
+        brief.failed_sources
+    )
+    fetch_budget = (
+        BUDGET_PRESETS["standard"].fetched_sources
+        if unlimited
+        else used + remaining.fetched_sources
+    )
+    needs = _needs(plan, coverage) or _breadth(
+        plan, coverage, fetch_budget=fetch_budget, used=used
+    )
     if not needs:
         return ResearchDecision(
             actions=[FinishAction(rationale="Every question has the evidence the plan asks for.")]
         )
-    remaining = brief.remaining
-    unlimited = _unlimited(remaining)
     searches_left = (
         MAX_SEARCHES_PER_DECISION
         if unlimited
@@ -303,7 +361,7 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
             domains.get(source_id, "")
             for source_id in (coverage[question.id].source_ids if question.id in coverage else [])
         }
-        options = []
+        eligible: dict[str, float] = {}
         for candidate in unread:
             if candidate.source_id in chosen_sources:
                 continue
@@ -321,17 +379,33 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
             threshold = CORROBORATION_READ_THRESHOLD if weak_ok else READ_THRESHOLD
             if last_resort and question.id in searched_out:
                 threshold = 0.0  # nothing left to search: the best match that shares a term
-            if value < threshold or (threshold == 0.0 and value <= 0.0):
+            strong = value >= threshold and (threshold > 0.0 or value > 0.0)
+            # A search's top result sharing a term with the question is read on the search
+            # engine's word (ENGINE_TOP_PLACES): the engine saw the page's text, the decider
+            # sees a title, and a reference page's title rarely names the question's focus.
+            top = ranker.top_ranked(candidate)
+            if strong or (top and ranker.score(question, candidate, need_focus=False) > 0):
+                eligible[candidate.source_id] = value
+        if not eligible:
+            return None
+        fused = ranker.fused(eligible)
+        options = []
+        for candidate in unread:
+            if candidate.source_id not in eligible:
                 continue
             # A second source from a site already backing the question adds no independent
-            # corroboration; prefer new sites, then the better match.
-            fresh = candidate.domain not in used_domains and candidate.domain not in chosen_domains
+            # corroboration: a question that needs one prefers new sites, then the better
+            # fused rank. Other questions take the better fused rank wherever it is, because
+            # an answer's home site (a project's own documentation) holds its other pages too.
+            fresh = need.urgency != 1 or (
+                candidate.domain not in used_domains and candidate.domain not in chosen_domains
+            )
             # Ties go to the earlier search result: source ids are random, discovery order is not.
-            options.append((not fresh, -value, ranker.rank[candidate.source_id], candidate))
-        if not options:
-            return None
+            place = ranker.rank[candidate.source_id]
+            options.append((not fresh, -fused[candidate.source_id], place, candidate))
         best = min(options)
-        candidate, value = best[3], -best[1]
+        candidate = best[3]
+        value = eligible[candidate.source_id]
         also = [
             other.question.id
             for other in needs

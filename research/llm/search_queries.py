@@ -1,7 +1,8 @@
 """Web searches for one sub-question of the extractive backend's plan, without a model.
 
 ``search_queries`` words up to three differently worded searches from the sub-question's
-keywords: as they stand, with a word for the kind of answer wanted, and anchored with terms of
+keywords: as they stand, with a word for the kind of answer wanted (or shortened to the
+subject), and anchored with terms of
 the overall objective (see its docstring). The plan itself is :mod:`research.llm.decompose`.
 """
 
@@ -10,6 +11,11 @@ import re
 from research.engine.text import QUESTION_FILLER, fold, keywords, stem
 
 _QUERY_WORDS = 10
+# Words of the shorter second search a question without a telling answer kind gets: a
+# question's subject comes first in its wording ("identity map", "foreign key constraints"),
+# and a search engine ranks pages titled with it lower when the asker's other words
+# ("never touches the disk", "without starting a server") are in the query too.
+_SHORT_QUERY_WORDS = 4
 _QUERY_DROP = QUESTION_FILLER | {"known", "case", "context", "number", "amount", "since"}
 _EXPANSIONS = (
     (re.compile(r"^why\b|\bcause|\breason|\bdriver", re.I), "causes"),
@@ -37,7 +43,9 @@ def search_queries(
     """Up to three differently worded web searches for one sub-question, best first.
 
     The first is the question's keywords; the second adds a word for the kind of answer wanted
-    (causes, figures, an official report…); the third anchors the keywords with terms of the
+    (causes, figures, an official report…) or, when the wording names no such kind, is the
+    first ``_SHORT_QUERY_WORDS`` keywords alone (the subject, without the asker's other
+    words), and "report" is added only to a question too short for that; the third anchors the keywords with terms of the
     overall objective the sub-question lacks. They differ in content words, so the engine never
     treats them as equivalent searches.
     """
@@ -47,11 +55,15 @@ def search_queries(
     expansion = (
         "official report"
         if requires_primary
-        else next((word for pattern, word in _EXPANSIONS if pattern.search(question)), "report")
+        else next((word for pattern, word in _EXPANSIONS if pattern.search(question)), None)
     )
     present = {stem(fold(word)) for word in words}
-    if not {stem(word) for word in expansion.split()} <= present:
-        queries.append(f"{base} {expansion}")
+    if expansion is None and len(words) > _SHORT_QUERY_WORDS:
+        queries.append(" ".join(words[:_SHORT_QUERY_WORDS]))
+    else:
+        expansion = expansion or "report"
+        if not {stem(word) for word in expansion.split()} <= present:
+            queries.append(f"{base} {expansion}")
     anchor = [word for word in _query_words(objective) if stem(fold(word)) not in present][:3]
     if anchor:
         queries.append(" ".join([*words[:6], *anchor]))

@@ -41,6 +41,7 @@ from research.engine.contracts import (
     Usage,
     WorkingState,
 )
+from research.engine.contracts.evidence import SEARCH_RANKS_KEPT
 from research.engine.ports import AcquisitionErrorKind, LeaseLost
 from research.engine.run.planning import clarification_line
 from research.engine.states import RunStatus
@@ -330,6 +331,8 @@ class DjangoStore:
                         discovered_by_step_id=step_id,
                         metadata=_candidate_metadata(candidate),
                     )
+                else:
+                    _add_search_rank(source, candidate.rank)
                 recorded.append(source)
             self._finish_step(
                 step_id,
@@ -514,11 +517,22 @@ def _step_record(step: ResearchStep) -> StepRecord:
     )
 
 
+def _add_search_rank(source: ResearchSource, rank: int) -> None:
+    """Record that one more search returned ``source``, at ``rank``."""
+    metadata = dict(source.metadata or {})
+    ranks = list(metadata.get("search_ranks") or [metadata.get("rank", rank)])
+    if len(ranks) < SEARCH_RANKS_KEPT:
+        metadata["search_ranks"] = [*ranks, rank]
+        source.metadata = metadata
+        source.save(update_fields=["metadata", "updated_at"])
+
+
 def _candidate_metadata(candidate: SearchCandidate) -> dict[str, object]:
     metadata: dict[str, object] = {
         "snippet": candidate.snippet,
         "provider": candidate.provider,
         "rank": candidate.rank,
+        "search_ranks": [candidate.rank],
         "provider_ranks": candidate.provider_ranks,
     }
     if candidate.scholarly is not None:
@@ -552,6 +566,7 @@ def _source_record(source: ResearchSource) -> SourceRecord:
         declared_canonical_url=(metadata.get("document") or {}).get("declared_canonical_url"),
         work_ids=[str(key) for key in metadata.get("work_ids", [])],
         scholarly=source.scholarly,
+        search_ranks=[int(rank) for rank in metadata.get("search_ranks", [])],
     )
 
 

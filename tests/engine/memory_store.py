@@ -22,6 +22,7 @@ from research.engine.contracts import (
     Usage,
     WorkingState,
 )
+from research.engine.contracts.evidence import SEARCH_RANKS_KEPT
 from research.engine.ports import (
     AcquisitionErrorKind,
     LeaseLost,
@@ -286,8 +287,13 @@ class MemoryStore:
                     title=candidate.title,
                     domain=hostname(candidate.url),
                     snippet=candidate.snippet,
+                    search_ranks=[candidate.rank],
                 )
-                self.sources[existing.id] = existing
+            elif len(existing.search_ranks) < SEARCH_RANKS_KEPT:
+                existing = existing.model_copy(
+                    update={"search_ranks": [*existing.search_ranks, candidate.rank]}
+                )
+            self.sources[existing.id] = existing
             recorded.append(existing)
         self.steps[step_id] = self.steps[step_id].model_copy(
             update={

@@ -63,6 +63,7 @@ def candidate(
     domain: str = "example.org",
     snippet: str = "",
     status: str = "candidate",
+    search_ranks: list[int] | None = None,
 ) -> CandidateSummary:
     return CandidateSummary(
         source_id=source_id,
@@ -70,6 +71,7 @@ def candidate(
         title=title,
         domain=domain,
         snippet=snippet,  # type: ignore[arg-type]
+        search_ranks=search_ranks or [],
     )
 
 

@@ -222,3 +222,115 @@ def test_the_address_path_names_a_reference_page_whose_title_is_short():
 
     reads = [a for a in _decide(brief) if a.type == "read"]
     assert reads and reads[0].source_id == "s1"
+
+
+def _primary(question_id: str, *source_ids: str) -> QuestionCoverage:
+    return QuestionCoverage(
+        question_id=question_id, evidence_count=len(source_ids), source_ids=list(source_ids),
+        clusters=["domain:energy.example"], has_primary=True,
+    )
+
+
+def test_rank_fusion_reads_what_the_searches_rank_high_before_a_title_match():
+    # Both titles match well; the page two searches placed first beats the one a search
+    # placed ninth, though discovery listed the ninth first.
+    plan = make_plan("What do heat pumps cost to run?")
+    late = candidate("s1", "What heat pumps cost to run", search_ranks=[9])
+    top = candidate("s2", "Heat pump running costs", search_ranks=[1, 1])
+    brief = make_brief(plan, candidates=[late, top], recent_queries=["heat pumps cost run"])
+
+    reads = [a for a in _decide(brief) if a.type == "read"]
+    assert [a.source_id for a in reads][:2] == ["s2", "s1"]
+
+
+def test_reciprocal_rank_fusion_sums_over_searches():
+    from research.engine.guards import RRF_K, reciprocal_rank
+
+    assert reciprocal_rank([1]) == 1 / (RRF_K + 1)
+    assert reciprocal_rank([2, 2]) > reciprocal_rank([1])
+    assert reciprocal_rank([]) == 0.0
+
+
+def test_a_top_ranked_result_is_read_though_its_title_matches_weakly():
+    plan = make_plan("What do heat pumps cost to run?")
+    weak_title = candidate("s1", "Heat pump guide", domain="energy.example", search_ranks=[2])
+    unranked = candidate("s2", "Heat pump guide", domain="other.example", search_ranks=[12])
+
+    actions = _decide(make_brief(plan, candidates=[unranked, weak_title]))
+    reads = [a for a in actions if a.type == "read"]
+    assert [a.source_id for a in reads] == ["s1"]
+
+
+def test_the_breadth_minimum_follows_the_fetch_budget_of_each_depth():
+    from research.engine.guards import BUDGET_PRESETS
+    from research.llm.extractive import breadth_minimum
+
+    minimum = {
+        depth: [breadth_minimum(budget.fetched_sources, required) for required in (1, 2, 6)]
+        for depth, budget in BUDGET_PRESETS.items()
+    }
+    assert minimum == {"quick": [5, 2, 2], "standard": [12, 6, 2], "thorough": [22, 11, 3]}
+
+
+def test_a_covered_question_keeps_reading_until_it_has_the_breadth_minimum():
+    plan = make_plan("What do heat pumps cost to run?")
+    read = [candidate(f"s{n}", "Heat pump costs", status="fetched") for n in (1, 2)]
+    more = [
+        candidate(f"s{n}", "What heat pumps cost to run", domain=f"site{n}.example")
+        for n in (3, 4, 5, 6)
+    ]
+    quick = Usage(iterations=5, searches=6, fetched_sources=8, model_calls=20)
+
+    actions = _decide(
+        make_brief(plan, coverage=[_primary("q1", "s1", "s2")], candidates=read + more,
+                   remaining=quick)
+    )
+    assert [a.type for a in actions] == ["read", "read", "read"]
+
+    # Five pages read with evidence meet the quick minimum for one required question.
+    done = [candidate(f"s{n}", "Heat pump costs", status="fetched") for n in range(1, 6)]
+    enough = make_brief(
+        plan, coverage=[_primary("q1", *[c.source_id for c in done])], candidates=done + more,
+        remaining=Usage(iterations=5, searches=6, fetched_sources=5, model_calls=20),
+    )
+    assert [a.type for a in _decide(enough)] == ["finish"]
+
+
+def test_reading_for_breadth_stops_at_its_share_of_the_fetch_budget():
+    plan = make_plan("What do heat pumps cost to run?")
+    # Five fetches spent, one of them on a page with evidence: half of a budget of ten.
+    spent = [candidate(f"s{n}", "Heat pump costs", status="fetched") for n in range(1, 6)]
+    more = [candidate("s9", "What heat pumps cost to run", domain="site9.example")]
+    brief = make_brief(
+        plan, coverage=[_primary("q1", "s1")], candidates=spent + more,
+        remaining=Usage(iterations=5, searches=6, fetched_sources=5, model_calls=20),
+    )
+    assert [a.type for a in _decide(brief)] == ["finish"]
+
+
+def test_a_covered_question_finishes_when_no_candidates_remain():
+    plan = make_plan("What do heat pumps cost to run?")
+    read = [candidate("s1", "Heat pump costs", status="fetched")]
+
+    actions = _decide(make_brief(plan, coverage=[_primary("q1", "s1")], candidates=read))
+
+    assert [a.type for a in actions] == ["finish"]
+    assert actions[0].rationale == "Every question has the evidence the plan asks for."
+
+
+def test_reading_for_breadth_never_exceeds_the_remaining_fetches():
+    plan = make_plan("What do heat pumps cost to run?")
+    read = [candidate("s1", "Heat pump costs", status="fetched")]
+    more = [
+        candidate(f"s{n}", "What heat pumps cost to run", domain=f"site{n}.example")
+        for n in range(2, 8)
+    ]
+    for fetches in (0, 1, 2):
+        brief = make_brief(
+            plan, coverage=[_primary("q1", "s1")], candidates=read + more,
+            remaining=Usage(iterations=5, searches=6, fetched_sources=fetches, model_calls=20),
+        )
+        actions = _decide(brief)
+        reads = [a for a in actions if a.type == "read"]
+        assert len(reads) <= fetches
+        assert all(a.type != "search" for a in actions)

@@ -216,3 +216,13 @@ def test_the_verb_closing_a_when_question_is_not_part_of_its_subject() -> None:
     )
 
     assert texts[1] == "How far over budget did the Line 3 extension in Harwick go?"
+
+
+def test_a_question_naming_no_answer_kind_is_searched_again_by_its_subject():
+    long = "How can I open a database that lives only in memory and never touches the disk?"
+    short = "What is the identity map in SQLAlchemy?"
+
+    assert search_queries(long, objective=long)[1] == "open database lives memory"
+    # Too short to shorten: the second search adds a word instead.
+    assert search_queries(short, objective=short)[1] == "identity map SQLAlchemy report"
+    assert search_queries("Why do databases grow?", objective="")[1].endswith("causes")

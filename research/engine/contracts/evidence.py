@@ -122,6 +122,12 @@ class SourceQuality(Contract):
     notes: list[str] = Field(default_factory=list)
 
 
+# Search ranks kept per source: the extractive decider tries at most three searches per
+# question and few questions share a page, so eight ranks hold every search that matters to a
+# fusion of ranks while a page found by every search of a long run stays a bounded record.
+SEARCH_RANKS_KEPT = 8
+
+
 class SourceRecord(Contract):
     """A source row as the store hands it to the engine."""
 
@@ -146,6 +152,10 @@ class SourceRecord(Contract):
     work_ids: list[str] = Field(default_factory=list)
     # What a scholarly index said about the work (read when no open-access text is named).
     scholarly: ScholarlyMetadata | None = None
+    # The rank each search that returned the source gave it, in the order of those searches
+    # (at most ``SEARCH_RANKS_KEPT``): the search engine's own judgement of relevance, which
+    # the decider fuses with its own (see ``research.llm.extractive``).
+    search_ranks: list[int] = Field(default_factory=list)
 
 
 class ContradictionPosition(_Part):

@@ -100,6 +100,9 @@ class CandidateSummary(_Part):
     path: str = ""
     snippet: str = ""
     preferred: bool = False
+    # The rank each search that returned the result gave it (1 is the top result), one entry
+    # per search; empty for a page already read.
+    search_ranks: list[int] = Field(default_factory=list)
 
 
 class FailedSource(_Part):

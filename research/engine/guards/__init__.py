@@ -37,7 +37,12 @@ from research.engine.guards.coverage import (
     is_relevant,
     source_cluster,
 )
-from research.engine.guards.queries import QueryFingerprint, fingerprint_query
+from research.engine.guards.queries import (
+    RRF_K,
+    QueryFingerprint,
+    fingerprint_query,
+    reciprocal_rank,
+)
 from research.engine.guards.stopping import (
     DUPLICATE_PROPOSAL_LIMIT,
     STOP_MESSAGES,
@@ -67,6 +72,7 @@ __all__ = [
     "Phase",
     "QueryFingerprint",
     "RELEVANT_BP",
+    "RRF_K",
     "Reservation",
     "STOP_MESSAGES",
     "SYSTEMIC_FAILURE_LIMIT",
@@ -84,6 +90,7 @@ __all__ = [
     "fingerprint_query",
     "is_relevant",
     "plan_fetch_waves",
+    "reciprocal_rank",
     "research_stop_reason",
     "source_cluster",
     "validate_actions",

@@ -1,6 +1,7 @@
 """Query fingerprints: when two searches count as the same search."""
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from research.engine.text import COMMON_WORDS, fold, word_set
@@ -114,3 +115,15 @@ def fingerprint_query(query: str) -> QueryFingerprint:
         domains=tuple(sorted(domains)),
         filetypes=tuple(sorted(filetypes)),
     )
+
+
+# The constant of reciprocal-rank fusion (Cormack, Clarke and Büttcher, 2009): it damps the
+# weight of the very top places so that a result several searches rank well beats one a single
+# search ranks first; 60 is the value the paper found robust across collections.
+RRF_K = 60
+
+
+def reciprocal_rank(ranks: Iterable[int]) -> float:
+    """The reciprocal-rank fusion score of one result: the sum of ``1 / (RRF_K + rank)`` over
+    the searches (or other rankings) that ranked it, ``rank`` 1 being the top."""
+    return sum(1.0 / (RRF_K + rank) for rank in ranks if rank >= 1)

@@ -26,6 +26,7 @@ from research.engine.guards import (
     StopReason,
     action_dedupe_key,
     fingerprint_query,
+    reciprocal_rank,
     validate_actions,
 )
 from research.engine.ledger import content_order
@@ -408,6 +409,10 @@ class Deciding(Phase):
             decision = evaluate_domain_policy(source.url, run.policy)
             if decision.allowed:
                 unread.append((source, decision.preferred))
+        # The brief shows the results the searches ranked best, fused across searches, so a
+        # later search's top results are not cut off by an earlier search's tail (ties keep
+        # discovery order; sorting is stable).
+        unread.sort(key=lambda entry: -reciprocal_rank(entry[0].search_ranks))
         candidates = [
             # A read source's title is the page's own <title>: untrusted page text the
             # decider does not need, so only its id, status and domain are shown.
@@ -422,6 +427,7 @@ class Deciding(Phase):
                 path=display_text(urlsplit(s.url).path, 200),
                 snippet=display_text(s.snippet, 300),
                 preferred=preferred,
+                search_ranks=s.search_ranks,
             )
             for s, preferred in unread[:BRIEF_CANDIDATES]
         ]
