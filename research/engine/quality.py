@@ -203,20 +203,85 @@ def _site_names(document: SourceDocument) -> list[list[str]]:
     return out
 
 
-def _label_tokens(label: str) -> set[str]:
-    """A host label and its hyphen-separated parts (zircon-scm → ``zirconscm``, ``zircon``, ``scm``)."""
-    return {_fold(label), *(_fold(part) for part in label.split("-") if part)}
+# Words a project puts beside its own name in its address or in the name its site declares
+# ("tarn-lang.org", "nodejs.org", "zircon-scm.com", "Quill Documentation"): they say which
+# part of the subject's own presence the site is (its language, project, documentation, code,
+# library) and never name another publisher. A site named after the subject plus a word of its
+# own kind ("Courier", "Digest", "Weekly", "Blog", "Wiki", "Community") is someone else's site
+# about the subject, and that word is not here.
+_OWN_SITE_WORDS = _names(
+    """lang language project software foundation docs doc documentation official hq dev app
+    js py rs cli scm framework lib sdk api reference manual labs"""
+)
+# The words public bodies end their names with ("… Regional Transit Authority", "… Basin
+# Water Board", "… Energy Agency"): a body named after a place or thing the question names is
+# its own authority on it, as a newspaper or forum named after the same place is not.
+_PUBLIC_BODY_WORDS = _names(
+    """authority agency board council commission ministry department office government
+    administration bureau municipality directorate inspectorate regulator"""
+)
+# Version marks a documentation site puts in its name ("v18", "2.2.x", "3").
+_VERSION_WORD = re.compile(r"^(?:v?\d+|x)$")
+
+
+def _own_words(text: str) -> bool:
+    """Whether folded ``text`` is made of own-site words and version marks only ("" is)."""
+    if not text:
+        return True
+    if text.isdigit():
+        return True
+    return any(
+        text.startswith(word) and _own_words(text[len(word) :]) for word in _OWN_SITE_WORDS
+    )
+
+
+def _address_subject(label: str, subjects: Collection[str]) -> str | None:
+    """The subject an address label spells as its own: the subject's name first, then only
+    own-site words (``zircon``, ``zircon-scm``, ``tarnlang``, ``nodejs``), hyphens or not."""
+    compact = _fold(label)
+    for subject in sorted(subjects, key=lambda name: (-len(name), name)):
+        if compact.startswith(subject) and _own_words(compact[len(subject) :]):
+            return subject
+    return None
+
+
+def _name_subject(words: list[str], subjects: Collection[str]) -> str | None:
+    """The subject a site name presents the site as the own site of: the subject's name first
+    (after "The"), then only own-site words and versions ("Quill Documentation 2.2.x",
+    "Brisk.js v18 Documentation"), or a public body's name ("Tessaly Basin Water Board")."""
+    if words[:1] == ["the"]:
+        words = words[1:]
+    if not words or words[0] not in subjects:
+        return None
+    rest = words[1:]
+    if all(word in _OWN_SITE_WORDS or _VERSION_WORD.match(word) for word in rest):
+        return words[0]
+    return words[0] if rest and rest[-1] in _PUBLIC_BODY_WORDS else None
+
+
+def _spells(label: str, words: list[str]) -> bool:
+    """Whether an address label is spelled by a site name's words: its hyphen parts are all
+    words of the name, or it is a run of the name's words or their initials written together
+    (``harwick-transit`` / "Harwick Regional Transit Authority", ``hrta``, ``briskjs``)."""
+    parts = [_fold(part) for part in label.split("-") if part]
+    if parts and set(parts) <= set(words):
+        return True
+    compact = _fold(label)
+    runs = {"".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, len(words) + 1)}
+    return compact in runs or (len(words) > 1 and compact == "".join(w[0] for w in words))
 
 
 def first_party_subject(document: SourceDocument, subjects: Collection[str]) -> str | None:
     """The subject whose own site ``document`` appears to be, or None.
 
-    A subject counts when (1) it is a part of the site's registrable-domain label
-    (``zircon.org``, ``zircon-scm.com``, ``doc.tarn-lang.org``); or (2) it is a subdomain label
-    (``quill.palletworks.com``) and the site's own name also begins with it; or (3) the
-    site's name spells the address label in words (``briskjs.org`` calling itself "Brisk.js")
-    and the subject is that name or its first word; or (4) on a code forge, the repository's
-    owner or name is the subject. The final and the canonical address must agree on the site.
+    A subject counts when (1) the registrable domain's label spells it as its own: the
+    subject's name first, then only own-site words (``zircon.org``, ``zircon-scm.com``,
+    ``doc.tarn-lang.org``, ``nodejs.org``); or (2) a subdomain label does so and the site's
+    own name presents the site as the subject's (``quill.palletworks.com`` calling itself
+    "Quill Documentation"); or (3) the site's own name presents it as the subject's (own-site
+    words or a public body's name after the subject) and that name spells one of the address
+    labels; or (4) on a code forge, the repository's owner or name is the subject. The final
+    and the canonical address must agree on the site.
     """
     if not subjects:
         return None
@@ -228,28 +293,25 @@ def first_party_subject(document: SourceDocument, subjects: Collection[str]) -> 
     if registrable_domain(canonical_host) != registrable_domain(host):
         return None  # a page claiming another site's identity is a copy, not first-party
     site = registrable_domain(host)
-    brand = site.split(".")[0]
     if site in _FORGE_DOMAINS:
         path = document.final_url.split("//", 1)[-1].split("/")[1:3]
         for part in path:
             if _fold(part) in subjects:
                 return _fold(part)
         return None
-    brand_tokens = _label_tokens(brand)
-    for subject in sorted(subjects):
-        if subject in brand_tokens:
-            return subject
+    brand = site.split(".")[0]
+    subject = _address_subject(brand, subjects)
+    if subject:
+        return subject
     sub_labels = [label for label in host[: -len(site)].split(".") if label and label != "www"]
-    sub_tokens = set().union(*(_label_tokens(label) for label in sub_labels)) if sub_labels else set()
-    address_tokens = brand_tokens | sub_tokens
-    for words in _site_names(document):
-        for subject in sorted(subjects):
-            if subject in sub_tokens and words[0] == subject:
-                return subject
-        for count in range(2, min(len(words), 3) + 1):
-            joined = "".join(words[:count])
-            if joined in address_tokens and (joined in subjects or words[0] in subjects):
-                return joined if joined in subjects else words[0]
+    named = [(words, _name_subject(words, subjects)) for words in _site_names(document)]
+    for label in sub_labels:
+        subject = _address_subject(label, subjects)
+        if subject and any(found == subject for _, found in named):
+            return subject
+    for words, found in named:
+        if found and any(_spells(label, words) for label in [brand, *sub_labels]):
+            return found
     return None
 
 

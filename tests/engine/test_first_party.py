@@ -117,3 +117,87 @@ def test_label_is_shown_as_a_heuristic_and_only_replaces_unknown():
     official = SourceQuality(source_class="user_generated", authority="low")
     assert with_first_party(document, official, {"zircon"}) == official
     assert not is_first_party(official)
+
+
+# One row per site: the question, the page's address, title and declared site name, and the
+# subject the heuristic should take the site for (None: not the subject's own site).
+SITES = [
+    # the registrable domain spells the subject, alone or with own-site words
+    ("How does SQLite handle concurrent writers?", "https://sqlite.org/wal.html",
+     "Write-Ahead Logging", None, "sqlite"),
+    ("Is the borrow checker of Rust sound?", "https://doc.rust-lang.org/book/ch04-00.html",
+     "Understanding Ownership - The Rust Programming Language", None, "rust"),
+    ("Does Rust have a forum?", "https://users.rust-lang.org/t/1", "Help", None, "rust"),
+    ("What does the blog of Rust say?", "https://blog.rust-lang.org/2024/01/01/x.html",
+     "Announcing | Rust Blog", "Rust Blog", "rust"),
+    ("What does Node.js do with unhandled rejections?", "https://nodejs.org/api/process.html",
+     "Process | Node.js v20 Documentation", None, "nodejs"),
+    ("How does git bisect work in Git?", "https://git-scm.com/docs/git-bisect",
+     "Git - git-bisect Documentation", None, "git"),
+    ("Is Kotlin null-safe?", "https://kotlinlang.org/docs/null-safety.html", "Null safety",
+     None, "kotlin"),
+    ("How are props passed in Vue.js?", "https://vuejs.org/guide/components/props.html",
+     "Props | Vue.js", None, "vuejs"),
+    ("Does Grafana support alert silences?", "https://grafana.com/docs/grafana/latest/x/",
+     "Silences | Grafana documentation", None, "grafana"),
+    ("How does Zig handle allocation?", "https://ziglang.org/documentation/master/",
+     "Documentation - The Zig Programming Language", None, "zig"),
+    ("Which permissions does Deno grant?", "https://docs.deno.com/runtime/permissions",
+     "Security and permissions", None, "deno"),
+    ("Can NumPy broadcast ragged arrays?", "https://numpy.org/doc/stable/user/basics.html",
+     "Broadcasting — NumPy v2.1 Manual", None, "numpy"),
+    # a product under an umbrella organisation's domain, named so by its own site
+    ("How do I configure sessions in Flask?", "https://flask.palletsprojects.com/en/3.0.x/config/",
+     "Configuration Handling — Flask Documentation (3.0.x)", None, "flask"),
+    # a documentation host: the project's subdomain is its own site, another project's is not
+    ("How do I schedule tasks with Celery beat?", "https://celery.readthedocs.io/en/stable/x",
+     "Periodic Tasks", None, "celery"),
+    ("How do I schedule tasks with Celery beat?", "https://celery-tips.readthedocs.io/x",
+     "Beat recipes", None, None),
+    # a code forge: the project's repository, not someone's collection about it
+    ("Does SQLite accept pull requests?", "https://github.com/sqlite/sqlite/blob/master/README.md",
+     "README", None, "sqlite"),
+    ("How do I spawn tasks in Tokio?", "https://github.com/tokio-rs/tokio", "tokio-rs/tokio",
+     None, "tokio"),
+    ("Is the borrow checker of Rust sound?", "https://github.com/someone/awesome-rust",
+     "awesome-rust", None, None),
+    # a public body named after the place the question names, by its name and address
+    ("When does the Marlow Tram Line 2 open?", "https://marlow-transit.test/line-2",
+     "Line 2 | Marlow Regional Transit Authority", "Marlow Regional Transit Authority",
+     "marlow"),
+    ("When does the Marlow Tram Line 2 open?", "https://mrta.test/line-2", "Line 2",
+     "Marlow Regional Transit Authority", "marlow"),
+    ("How clean is Lake Osterby?", "https://osterby-water.test/report",
+     "Report | Osterby Basin Water Board", None, "osterby"),
+    # news sites named after the place or a word of the question are not the subject's site
+    ("When does the Marlow Tram Line 2 open?", "https://marlow-courier.test/news/line-2",
+     "Line 2 delayed | The Marlow Courier", "The Marlow Courier", None),
+    ("When does the Marlow Tram Line 2 open?", "https://tram-digest.test/stories/marlow",
+     "Marlow's Line 2 | Tram Digest", "Tram Digest", None),
+    ("How does SQLite handle concurrent writers?", "https://sqliteweekly.test/issue/12",
+     "Issue 12 | SQLite Weekly", "SQLite Weekly", None),
+    # tutorial sites and other projects named after the subject
+    ("How does SQLite handle concurrent writers?", "https://www.sqlitetutorial.net/x/",
+     "SQLite Transaction", "SQLite Tutorial", None),
+    ("What does Node.js do with unhandled rejections?", "https://nodered.org/docs/",
+     "Documentation : Node-RED", None, None),
+    ("How do hooks work in React?", "https://react-bootstrap.github.io/docs/",
+     "Introduction | React Bootstrap", None, None),
+    ("Is Kotlin null-safe?", "https://kotlinblog.test/null", "Null safety | Kotlin Blog Daily",
+     "Kotlin Blog Daily", None),
+    # a mirror that keeps the project's name but not its address
+    ("How does SQLite handle concurrent writers?", "https://mirrors.example.net/sqlite/wal.html",
+     "Write-Ahead Logging", "SQLite", None),
+    # a product's pages on its vendor's general site: a path proves nothing off a code forge
+    ("How do I import state in Terraform?", "https://developer.hashicorp.com/terraform/cli",
+     "Terraform | HashiCorp Developer", None, None),
+    # an encyclopedia article about the subject
+    ("How does SQLite handle concurrent writers?", "https://en.wikipedia.org/wiki/SQLite",
+     "SQLite - Wikipedia", "Wikipedia", None),
+]
+
+
+@pytest.mark.parametrize(("question", "url", "title", "publisher", "expected"), SITES)
+def test_first_party_rule_over_many_sites(question, url, title, publisher, expected):
+    subjects = subject_names([question])
+    assert first_party_subject(_doc(url, title, publisher), subjects) == expected

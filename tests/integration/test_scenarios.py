@@ -483,13 +483,17 @@ def test_duplicate_urls_and_mirrored_pages_are_kept_but_never_independent(owner,
     assert len(model.calls_for("extractor")) == 1
     assert {e.source_id for e in ResearchEvidence.objects.filter(run=run)} == {original.pk}
     assert run.working_state["coverage"]["q1"]["clusters"] == [f"domain:{COURIER}"]
-    # One independent site. The finish gate accepts it only because the first-party heuristic
-    # takes the Courier for the subject's own site: "Harwick" is a name in the question and a
-    # part of the Courier's host. That is a known false positive of the heuristic (a site
-    # named after a place the question names), recorded on issue 14; this test pins what the
-    # program does today so that the fix shows up here.
-    assert any(note.startswith(FIRST_PARTY_NOTE_PREFIX) for note in original.quality["notes"])
-    assert run.status == "completed"
+    # One independent site, and a news site: "Harwick" is a name in the question and the first
+    # part of the Courier's host, but "Courier" is a word of a newspaper's kind, not of the
+    # subject's own site, so the first-party heuristic leaves it unclassified (issue 14).
+    assert not any(note.startswith(FIRST_PARTY_NOTE_PREFIX) for note in original.quality["notes"])
+    assert original.quality["source_class"] == "unknown"
+    # With one independent, unclassified source the finish gate is not met; research stops when
+    # further rounds add nothing, and the report is partial for that reason.
+    assert run.working_state["coverage"]["q1"]["has_primary"] is False
+    assert run.working_state["stop_reason"] == "diminishing_returns"
+    assert run.status == "budget_exhausted"
+    assert run.terminal_reason.startswith("A partial report was written")
 
 
 # --------------------------------------------------------------------------------------------
