@@ -86,8 +86,8 @@ _PLACE_OF = re.compile(
     r"(?:the\s+)?((?:[A-Z][\w.'-]*)(?:\s+[A-Z][\w.'-]*)*)"
 )
 _PLACE_PHRASE = re.compile(
-    r"\b(?:[Ii]n|across|within|throughout)\s+(?:the\s+)?"
-    r"((?:[A-Z][\w.'+#-]*)(?:\s+[A-Z][\w.'+#-]*)*(?:\s*(?:,|and|or|&)\s*(?:the\s+)?"
+    r"\b(?:[Ii]n|across|within|throughout)\s+(?P<the>the\s+)?"
+    r"(?P<name>(?:[A-Z][\w.'+#-]*)(?:\s+[A-Z][\w.'+#-]*)*(?:\s*(?:,|and|or|&)\s*(?:the\s+)?"
     r"[A-Z][\w.'+#-]*(?:\s+[A-Z][\w.'+#-]*)*)*)"
 )
 # Nouns a number labels rather than dates: "error 2003", "port 2000", "release 2021".
@@ -189,9 +189,13 @@ _CLAUSE_WORDS = word_set(
 )
 
 
-def _is_place(item: str, following: str, text: str, software: bool) -> bool:
+def _is_place(item: str, following: str, text: str, software: bool, article: bool) -> bool:
     name = item.removesuffix("'s")
     if not name or fold(name) in _MONTHS or name.isdigit():
+        return False
+    if name.isupper() and not article:
+        # A place written in capitals takes "the" ("in the UK", "across the EU"); a technical
+        # term does not ("in RAM", "in JSON").
         return False
     if is_technical_name(name, following, text):
         return False
@@ -206,14 +210,16 @@ def find_geographies(text: str) -> list[str]:
     software = software_question(text)
     places: list[str] = []
     for match in _PLACE_PHRASE.finditer(text):
-        following = text[match.end(1) :]
-        items = [item.strip() for item in _LIST_SPLIT.split(match.group(1))]
+        following = text[match.end("name") :]
+        items = [item.strip() for item in _LIST_SPLIT.split(match.group("name"))]
         if any(is_technical_name(item, following if item == items[-1] else "", text)
                for item in items if item):
             continue  # one technical name makes the whole list technical ("in Git or Mercurial")
         for item in items:
             item_following = following if item == items[-1] else ""
-            if item and _is_place(item, item_following, text, software):
+            article = bool(match.group("the")) or bool(re.match(r"^the\s", item, re.I))
+            item = re.sub(r"^the\s+", "", item, flags=re.IGNORECASE)
+            if item and _is_place(item, item_following, text, software, article):
                 places.append(item.removesuffix("'s"))
     for match in _PLACE_OF.finditer(text):
         if not is_technical_name(match.group(1), text[match.end(1) :], text):
