@@ -129,14 +129,36 @@ def content_terms(text: str, *, drop: frozenset[str] = frozenset()) -> list[str]
     return terms
 
 
+# A code token keeps its spelling in a search: an option ("--dry-run"), a path
+# ("core::io::read"), a type parameter ("Box<V>"), an index ("v[2]"), a dotfile (".cache").
+_CODE_WORD = re.compile(
+    r"(?<![\w-])--?[A-Za-z][\w-]*[\w]|\w+(?:::\w+)+|\w+<[\w, ]+>|\w+\[\w*\]|(?<![\w.])\.[a-z]\w+"
+)
+_WORD = re.compile(rf"{_CODE_WORD.pattern}|[\w][\w'’.-]*[\w]|\w")
+
+
+def _keyword_in_capitals(words: list[str], index: int) -> bool:
+    """ "IF" in "CREATE TABLE IF NOT EXISTS": a stop word in capitals beside another word
+    in capitals is part of a statement or a constant, not a function word."""
+    def capitals(word: str) -> bool:
+        return len(word) >= 2 and word.isalpha() and word.isupper()
+
+    neighbours = words[max(index - 1, 0) : index] + words[index + 1 : index + 2]
+    return capitals(words[index]) and any(capitals(word) for word in neighbours)
+
+
 def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> list[str]:
-    """Unstemmed content words of ``text`` in their original spelling, for search queries."""
+    """Unstemmed content words of ``text`` in their original spelling, for search queries;
+    code tokens (options, paths, type parameters, statements in capitals) are kept whole."""
+    found = [match.group(0) for match in _WORD.finditer(text)]
+    found = [word if _CODE_WORD.fullmatch(word) else word.strip(".") for word in found]
     words = []
     seen: set[str] = set()
-    for match in re.finditer(r"[\w][\w'’.-]*[\w]|\w", text):
-        word = match.group(0).strip(".")
+    for index, word in enumerate(found):
         folded = fold(word)
-        if not word or folded in STOP_WORDS or folded in drop or folded in seen:
+        if not word or folded in drop or folded in seen:
+            continue
+        if folded in STOP_WORDS and not _keyword_in_capitals(found, index):
             continue
         seen.add(folded)
         words.append(word)

@@ -12,12 +12,28 @@ import re
 from dataclasses import dataclass, field
 
 from research.engine.text import QUESTION_FILLER, content_terms, fold
+from research.llm.comparison import Comparison, comparison_questions, find_comparison
 from research.llm.scope import find_geographies, find_timeframe
-from research.llm.wording import COMPARATIVES as _COMPARATIVES
+from research.llm.wording import AUX as _AUX
+from research.llm.wording import FACET_PREPOSITION as _FACET_PREPOSITION
 from research.llm.wording import VERBS as _VERBS
+from research.llm.wording import WH as _WH
+from research.llm.wording import SubQuestion, split_list
+from research.llm.wording import as_question as _as_question
+from research.llm.wording import clean as _clean
 
-_WH = r"(?:what|why|how|when|where|who|whom|whose|which|whether)"
-_AUX = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|might|may)"
+__all__ = [
+    "Comparison",
+    "Decomposition",
+    "SubQuestion",
+    "decompose",
+    "find_comparison",
+    "find_geographies",
+    "find_subject",
+    "find_timeframe",
+    "split_context",
+    "split_parts",
+]
 _IMPERATIVE = (
     r"(?:explain|describe|compare|summari[sz]e|list|identify|assess|evaluate|estimate|find|"
     r"analy[sz]e|outline|discuss|determine|investigate|review|examine|look\s+(?:at|into)|"
@@ -39,29 +55,11 @@ _DEMONSTRATIVE = re.compile(
     r"is|are|was|were|has|have|had|affect|affects|mean|means)\b)",
     re.IGNORECASE,
 )
-_FACET_PREPOSITION = r"(?:on|in terms of|regarding|with respect to|when it comes to|for|across)"
-_SCOPE_SUFFIX = re.compile(
-    r"\s+(?:(?:in|across|within|throughout)\s+(?:the\s+)?[A-Z][\w.'-]*(?:\s+(?:and|or|&)?\s*"
-    r"(?:the\s+)?[A-Z][\w.'-]*)*(?:\s+(?:since|from|between|before|after|in|during)\s+.*)?"
-    r"|(?:since|from|between|before|after|during|in)\s+(?:the\s+)?(?:\d{4}|\w+\s+\d{4}).*)$"
-)
-_LIST_SPLIT = re.compile(r"\s*(?:,\s*(?:and|or)\s+|,\s*|\s+and\s+|\s+or\s+|\s*&\s*|\s*/\s*)")
-_PREPOSITION = re.compile(r"^(?P<head>.+?\s(?:of|in|for|at|on|across|among)\s+)(?P<tail>.+)$")
 _RELATIONAL_NOUN = re.compile(
     r"\b(?:driver|drivers|cause|causes|reason|reasons|effect|effects|impact|impacts|consequence|"
     r"consequences|factor|factors|source|sources|role|result|results|trigger|triggers)$",
     re.IGNORECASE,
 )
-
-
-@dataclass(frozen=True)
-class SubQuestion:
-    """A sub-question of the plan with the reason it exists."""
-
-    text: str
-    rationale: str
-    priority: str = "required"
-    requires_primary: bool = False
 
 
 @dataclass
@@ -73,32 +71,6 @@ class Decomposition:
     topics: list[str] = field(default_factory=list)
     geographies: list[str] = field(default_factory=list)
     timeframe: tuple[str | None, str | None] | None = None
-
-
-def _clean(text: str) -> str:
-    return " ".join(text.replace("\u2019", "'").split()).strip(" ,.;:!?")
-
-
-def _as_question(text: str) -> str:
-    text = _clean(text)
-    return f"{text[:1].upper()}{text[1:]}?" if text else text
-
-
-def _natural_case(item: str) -> str:
-    """ "Heat pumps" at the start of a question becomes "heat pumps"; "Zig", "UK" and
-    "Lisbon Tram" keep their capitals."""
-    words = item.split()
-    if len(words) >= 2 and words[0][:1].isupper() and words[0][1:].islower() and words[1].islower():
-        return words[0].lower() + item[len(words[0]) :]
-    return item
-
-
-def _strip_lead(text: str) -> str:
-    """Drop a leading wh-word, auxiliary and article: "how do heat pumps" -> "heat pumps"."""
-    text = _clean(text)
-    text = re.sub(rf"^(?:{_WH}\s+)?(?:{_AUX}\s+)?", "", text, flags=re.IGNORECASE)
-    text = re.sub(r"^(?:the\s+)?differences?\s+between\s+", "", text, flags=re.IGNORECASE)
-    return re.sub(r"^(?:the|a|an)\s+", "", text, flags=re.IGNORECASE).strip()
 
 
 @dataclass(frozen=True)
@@ -152,8 +124,9 @@ def find_subject(first_part: str) -> Subject:
     lead = re.sub(rf"^(?:{_WH}\s+)?(?:{_AUX}\s+)?", "", text, flags=re.IGNORECASE)
     lead = re.sub(r"^(?:caused|causes|cause|drives|drove|explains?)\s+", "", lead, flags=re.I)
     did = re.match(rf"^(?i:{_WH}\s+(?:do|does|did)\s+)(?P<x>.+?)\s+(?P<verb>[a-z]+)$", text)
-    if did and fold(did.group("verb")) in _VERBS and len(did.group("x").split()) >= 2:
-        # "When did the line 14 extension open": the last word is the verb, not the thing.
+    if did and (fold(did.group("verb")) in _VERBS or len(did.group("x").split()) == 1):
+        # "When did the line 14 extension open", "How does CRISPR work": the last word is the
+        # verb, not the thing.
         return Subject(did.group("x"), did.group("x"))
     listed = _listed_items(lead)
     if listed is not None:
@@ -181,210 +154,8 @@ def split_parts(objective: str, *, keep_bare: bool = False) -> list[str]:
     ]
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """Things compared, on optional facets, for an optional purpose, within an optional scope.
-
-    ``adjective`` is set for "which is cheaper, X or Y"; ``anaphoric`` when one side refers back
-    to an earlier part ("how does that compare with the forecast").
-    """
-
-    items: list[str]
-    facets: list[str]
-    purpose: str = ""
-    scope: str = ""
-    adjective: str = ""
-    anaphoric: bool = False
-    # For "the cost of heat pumps vs gas boilers": the bare second side ("gas boilers"), so
-    # the comparison reads "how does the cost of heat pumps compare with gas boilers".
-    counterpart: str = ""
-    # "difference between X and Y" asks what each is and how they differ, not which is better.
-    difference: bool = False
-
-
-def _split_list(text: str) -> list[str]:
-    items = [_clean(item) for item in _LIST_SPLIT.split(text)]
-    return [item for item in items if item]
-
-
-def _trailing_scope(text: str) -> tuple[str, str]:
-    match = _SCOPE_SUFFIX.search(text)
-    if not match:
-        return text, ""
-    return text[: match.start()].strip(), match.group(0).strip()
-
-
-def _shared_tail(a: str, b: str) -> tuple[str, str]:
-    """ "Route 9 vs Route 2 ridership": when the first side is only a name, lower-case words
-    after the second name are what both are compared on."""
-    if any(word[:1].islower() for word in a.split()):
-        return b, ""
-    words = b.split()
-    names = 0
-    while names < len(words) and not words[names][:1].islower():
-        names += 1
-    if 0 < names < len(words):
-        return " ".join(words[:names]), " ".join(words[names:])
-    return b, ""
-
-
-def _distribute(a: str, b: str) -> tuple[str, str]:
-    """ "cost of heat pumps" vs "gas boilers" → "cost of gas boilers" for the second side."""
-    match = _PREPOSITION.match(a)
-    if (
-        match
-        and len(match.group("tail").split()) <= 3
-        and len(b.split()) <= 3
-        and not _PREPOSITION.match(b)
-    ):
-        return a, f"{match.group('head')}{b}"
-    return a, b
-
-
-def find_comparison(part: str, *, subject: str = "") -> Comparison | None:
-    """Recognise a comparison in one question part, or return ``None``."""
-    text = _clean(part)
-    facet_tail = rf"(?:\s+(?P<prep>{_FACET_PREPOSITION})\s+(?P<facets>.+))?"
-    patterns = (
-        r"^(?:which|what)\s+(?:is|are|was|were)\s+(?P<adj>(?:more|less|most|least)\s+\w+|\w+er|"
-        r"better|worse)\s*[,:]?\s+(?P<a>.+?)\s+or\s+(?P<b>.+?)$",
-        # "Is X safer than Y": a comparative with "than" compares two things on that quality.
-        rf"^{_AUX}\s+(?P<a>.+?)\s+(?P<adj>(?:more|less)\s+\w+|\w+er|better|worse)\s+than\s+"
-        r"(?P<b>.+?)$",
-        rf"^(?:{_WH}\s+(?:{_AUX}\s+)?)?(?P<a>.+?)\s+(?:compare|compares|stack up|measure up)\s+"
-        rf"(?:with|to|against)\s+(?P<b>.+?){facet_tail}$",
-        rf"^(?:compare|comparing|contrast)\s+(?P<a>.+?)\s+(?:with|to|and|against|versus|vs\.?)\s+"
-        rf"(?P<b>.+?){facet_tail}$",
-        rf"^(?:.*?\bdifferences?\s+between\s+)(?P<a>.+?)\s+and\s+(?P<b>.+?){facet_tail}$",
-        rf"^(?P<a>.+?)\s+(?:vs\.?|versus)\s+(?P<b>.+?){facet_tail}$",
-    )
-    for pattern in patterns:
-        match = re.match(pattern, text, re.IGNORECASE)
-        if not match:
-            continue
-        groups = match.groupdict()
-        a = _strip_lead(re.sub(r"^.*:\s*", "", groups["a"]))
-        b = _clean(groups["b"])
-        facets_text = groups.get("facets") or ""
-        if ":" in b:
-            b, facets_text = (piece.strip() for piece in b.split(":", 1))
-        purpose = ""
-        if facets_text and (groups.get("prep") or "").casefold() == "for":
-            purpose, facets_text = f"for {facets_text}", ""
-        scope = ""
-        if facets_text:
-            facets_text, scope = _trailing_scope(facets_text)
-        else:
-            b, scope = _trailing_scope(b)
-            b, facets_text = _shared_tail(a, b)
-        if purpose:
-            purpose, purpose_scope = _trailing_scope(purpose)
-            scope = scope or purpose_scope
-        anaphoric = bool(re.fullmatch(r"(?:this|that|these|those|it|they)", a, re.IGNORECASE))
-        if not anaphoric:
-            b = re.sub(r"^(?:the|a|an)\s+", "", b, flags=re.IGNORECASE)
-        if not a or not b:
-            continue
-        distributed = False
-        if anaphoric:
-            a = subject or a
-        else:
-            a = _natural_case(a)
-            a, distributed_b = _distribute(a, b)
-            distributed = distributed_b != b
-        return Comparison(
-            items=[a, distributed_b if distributed else b],
-            counterpart=b if distributed else "",
-            facets=_split_list(facets_text)[:4],
-            purpose=purpose,
-            scope=scope,
-            adjective=(groups.get("adj") or "").casefold(),
-            anaphoric=anaphoric,
-            difference=bool(re.search(r"\bdifferences?\s+between\b", text, re.IGNORECASE)),
-        )
-    return None
-
-
-def _base_adjective(adjective: str) -> str:
-    words = adjective.split()
-    if words[0] in ("more", "less", "most", "least"):
-        return " ".join(words[1:])
-    return _COMPARATIVES.get(adjective, adjective[:-2] if len(adjective) > 5 else adjective)
-
-
-def _comparison_questions(comparison: Comparison) -> list[SubQuestion]:
-    a, b = comparison.items
-    scope = f" {comparison.scope}" if comparison.scope else ""
-    purpose = f" {comparison.purpose}" if comparison.purpose else ""
-    facets = comparison.facets
-    if comparison.anaphoric:
-        return [
-            SubQuestion(
-                _as_question(f"How does {a} compare with {b}{scope}"),
-                "The comparison the question asks for.",
-            )
-        ]
-    questions = []
-    for item in comparison.items:
-        if comparison.adjective:
-            verb = "are" if item.endswith("s") else "is"
-            text = f"How {_base_adjective(comparison.adjective)} {verb} {item}{purpose}{scope}"
-        elif comparison.difference and not facets:
-            text = f"What is {item}{purpose}{scope}"
-        elif comparison.counterpart and not facets:
-            text = f"What is known about the {item}{purpose}{scope}"
-        elif facets:
-            text = f"What is known about the {_join(facets)} of {item}{purpose}{scope}"
-        else:
-            text = f"What are the strengths and weaknesses of {item}{purpose}{scope}"
-        questions.append(SubQuestion(_as_question(text), f"One side of the comparison: {item}."))
-    if comparison.adjective:
-        questions.append(
-            SubQuestion(
-                _as_question(f"Which is {comparison.adjective}, {a} or {b}{scope}"),
-                "The direct comparison the question asks for.",
-            )
-        )
-    elif len(facets) > 1:
-        for facet in facets[:3]:
-            questions.append(
-                SubQuestion(
-                    _as_question(f"How do {a} and {b} compare on {facet}{purpose}{scope}"),
-                    f"The comparison on {facet}.",
-                )
-            )
-    elif comparison.difference and not facets:
-        questions.append(
-            SubQuestion(
-                _as_question(f"How does {a} differ from {b}{purpose}{scope}"),
-                "The difference the question asks for.",
-            )
-        )
-    elif comparison.counterpart:
-        on = f" on {facets[0]}" if facets else ""
-        questions.append(
-            SubQuestion(
-                _as_question(f"How does the {a} compare with {comparison.counterpart}{on}{scope}"),
-                "The direct comparison the question asks for.",
-            )
-        )
-    else:
-        on = f" on {facets[0]}" if facets else ""
-        questions.append(
-            SubQuestion(
-                _as_question(f"How do {a} and {b} compare{on}{purpose}{scope}"),
-                "The direct comparison the question asks for.",
-            )
-        )
-    return questions
-
-
-def _join(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 _LISTED_TAIL = re.compile(
-    rf"^(?P<head>.+\s(?:{_FACET_PREPOSITION}|of|about|in|between|among)\s+(?:the\s+)?)"
+    rf"^(?P<head>.+\s(?:{_FACET_PREPOSITION}|of|about|in|among)\s+(?:the\s+)?)"
     r"(?P<list>[^,]+?(?:,\s*[^,]+?)*(?:,?\s+(?:and|or)\s+)[^,]+?)(?P<tail>\s+(?:since|from|between|"
     r"before|after|during|in)\s+\d{4}.*)?$",
     re.IGNORECASE,
@@ -394,9 +165,10 @@ _LISTED_TAIL = re.compile(
 def _listed_items(part: str) -> tuple[str, list[str], str] | None:
     """ "…on weight, blood sugar and cholesterol" → (head, items, tail) when the items are short."""
     match = _LISTED_TAIL.match(part)
-    if not match:
+    if not match or re.search(r"\bbetween\s+[^,]+?\s+and\s", part, re.IGNORECASE):
+        # "…between 1850 and 1900" names the two ends of one thing, not two items.
         return None
-    items = _split_list(match.group("list"))
+    items = split_list(match.group("list"))
     if not 2 <= len(items) <= 5 or any(len(item.split()) > 4 for item in items):
         return None
     if any(re.match(rf"^(?:\w+\s+)?{_WH}\b", item, re.IGNORECASE) for item in items):
@@ -427,20 +199,28 @@ def _to_question(part: str) -> str:
     return _as_question(text)
 
 
+# "on which dates", "since which Git version": a wh-phrase with no verb of its own.
 _ELLIPTICAL = re.compile(
-    rf"^(?P<lead>(?:{_LEADING_PREPOSITION}\s+)?(?:which|what)\s+\w+)$", re.IGNORECASE
+    rf"^(?P<lead>(?:{_LEADING_PREPOSITION}\s+)?(?:which|what)(?:\s+(?!{_AUX}\b)[\w.-]+){{1,3}})$",
+    re.IGNORECASE,
 )
 _WHAT_CLAUSE = re.compile(rf"^(?:what|which)\s+(?!{_AUX}\b)(?P<clause>.+)$", re.IGNORECASE)
 
 
 def _complete_ellipsis(part: str, first_part: str) -> str | None:
     """ "…take effect in 2025, and on which dates?" → "On which dates do fare changes take
-    effect in 2025?": a bare "on which dates" borrows the clause of the question before it."""
+    effect in 2025?": a bare "on which dates" borrows the clause of the question before it;
+    "…, and since which version?" asks "Since which version has this been the case: …?"."""
     bare = _ELLIPTICAL.match(_clean(part))
-    clause = _WHAT_CLAUSE.match(_clean(first_part))
-    if not bare or not clause:
+    if not bare:
         return None
-    return f"{bare.group('lead')} do {clause.group('clause')}"
+    clause = _WHAT_CLAUSE.match(_clean(first_part))
+    if clause:
+        return f"{bare.group('lead')} do {clause.group('clause')}"
+    # "What does X do by default…, and since which version?": the phrase asks when (or where)
+    # the answer to the first question holds, which a verb of its own says.
+    first = _clean(first_part)
+    return f"{bare.group('lead')} has this been the case: {first[:1].lower()}{first[1:]}"
 
 
 def _resolve_references(part: str, subject: Subject, first_part: str = "") -> str:
@@ -548,8 +328,8 @@ def decompose(objective: str, *, limit: int = 6) -> Decomposition:
         comparison = find_comparison(raw_part if index else part, subject=subject.measure)
         if comparison is not None:
             compared = True
-            questions.extend(_comparison_questions(comparison))
-            topics.extend(comparison.items + comparison.facets)
+            questions.extend(comparison_questions(comparison))
+            topics.extend(comparison.topics)
             continue
         listed = _listed_items(part)
         if listed is not None:

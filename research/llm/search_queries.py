@@ -8,7 +8,7 @@ the overall objective (see its docstring). The plan itself is :mod:`research.llm
 
 import re
 
-from research.engine.text import QUESTION_FILLER, fold, keywords, stem
+from research.engine.text import QUESTION_FILLER, fold, keywords, stem, word_set
 
 _QUERY_WORDS = 10
 # Words of the shorter second search a question without a telling answer kind gets: a
@@ -16,7 +16,12 @@ _QUERY_WORDS = 10
 # and a search engine ranks pages titled with it lower when the asker's other words
 # ("never touches the disk", "without starting a server") are in the query too.
 _SHORT_QUERY_WORDS = 4
-_QUERY_DROP = QUESTION_FILLER | {"known", "case", "context", "number", "amount", "since"}
+# Besides the templates' filler: contractions and vague words a question carries ("won't",
+# "something", "a lot of", "going to") that no page about the answer needs to contain.
+_QUERY_DROP = QUESTION_FILLER | word_set(
+    """known case context number amount since won't can't doesn't didn't couldn't shouldn't
+    wouldn't haven't hasn't something anything someone anyone lot lots going"""
+)
 _EXPANSIONS = (
     (re.compile(r"^why\b|\bcause|\breason|\bdriver", re.I), "causes"),
     (re.compile(r"^how (?:much|many|large|big|often|long|fast)\b|\bnumber of\b", re.I), "figures"),
@@ -27,13 +32,17 @@ _EXPANSIONS = (
 
 
 def _query_words(text: str) -> list[str]:
+    """The question's keywords as spelled, once per stem. A lone lower-case letter ("v" of
+    "when v is a list") says nothing to a search; an option is quoted ("--force"), since a
+    search engine reads a leading minus as "without"."""
     words: list[str] = []
     stems: set[str] = set()
     for word in keywords(text, drop=_QUERY_DROP):
         key = stem(fold(word))
-        if key not in stems:
-            stems.add(key)
-            words.append(word)
+        if key in stems or (len(word) == 1 and word.islower()):
+            continue
+        stems.add(key)
+        words.append(f'"{word}"' if word.startswith("-") else word)
     return words
 
 

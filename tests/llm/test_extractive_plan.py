@@ -48,9 +48,9 @@ def test_other_comparison_wordings_are_recognised():
     which = _texts(_plan("Which is cheaper, solar panels or wind turbines?"))
 
     assert difference == [
-        "What is Roth IRA?",
-        "What is traditional IRA?",
-        "How does Roth IRA differ from traditional IRA?",
+        "What is a Roth IRA?",
+        "What is a traditional IRA?",
+        "How does a Roth IRA differ from a traditional IRA?",
     ]
     assert which == [
         "How cheap are solar panels?",

@@ -59,8 +59,8 @@ def _texts(question: str) -> list[str]:
 def test_a_comparative_with_than_is_a_comparison_per_side():
     assert _texts("Is zircon rebase safer than a plain merge? What is the difference?") == [
         "How safe is zircon rebase?",
-        "How safe is plain merge?",
-        "Which is safer, zircon rebase or plain merge?",
+        "How safe is a plain merge?",
+        "Which is safer, zircon rebase or a plain merge?",
     ]
 
 
@@ -74,7 +74,7 @@ def test_a_difference_asks_what_each_side_is_and_how_they_differ():
 
 def test_a_leading_setting_joins_the_end_instead_of_becoming_a_question():
     texts = _texts("In MegaORM, what is the difference between lazy joins and eager joins?")
-    assert texts[-1] == "How does lazy joins differ from eager joins in MegaORM?"
+    assert texts[-1] == "How do lazy joins differ from eager joins in MegaORM?"
     assert not any("known about In" in text for text in texts)
 
 
