@@ -225,6 +225,42 @@ def test_markdown_export(owner, client_for):
     assert "*Usage:* 4 searches, 2 sources read, 2 verified excerpts" in text
 
 
+def test_answer_blocks_and_code_show_on_the_page_and_in_the_export(owner, client_for):
+    run = completed_run(owner, sources=1)
+    source = run.sources.first()
+    prose = run.evidence.first()
+    code = make_evidence(run, source, excerpt="if x < 1:\n    run('<b>')")
+    code.locator = {**code.locator, "code": True}
+    code.save(update_fields=["locator"])
+    statements = [
+        {"claim_id": "c1", "kind": "finding", "text": prose.excerpt, "evidence_ids": [prose.pk]},
+        {
+            "claim_id": "c2",
+            "kind": "finding",
+            "text": code.excerpt,
+            "evidence_ids": [code.pk],
+            "label": "Supporting",
+        },
+    ]
+    statements[0]["label"] = "Answer"
+    run.report = report_data(
+        [], sections=[{"id": "s1", "title": "Market size", "statements": statements}]
+    )
+    run.save(update_fields=["report"])
+    client = client_for(owner)
+
+    page = report_page(client, run)
+    markdown = client.get(reverse("research:report_markdown", args=[run.pk])).content.decode()
+
+    assert page.index('<h3 class="statement-block">Answer</h3>') < page.index(
+        '<h3 class="statement-block">Supporting</h3>'
+    )
+    # The code keeps its line breaks and is escaped, never markup.
+    assert "<code>if x &lt; 1:\n    run(&#x27;&lt;b&gt;&#x27;)</code>" in page
+    assert "### Answer" in markdown and "### Supporting" in markdown
+    assert "\n  ```\n  if x < 1:\n      run('<b>')\n  ```" in markdown
+
+
 @pytest.mark.skipif(
     exports.pdf_unavailable_reason() is not None, reason="WeasyPrint cannot run on this host"
 )
