@@ -264,8 +264,8 @@ Rules for each evidence candidate:
 - stance: "supports" when it answers a question directly, "contradicts" when it disputes a
   common or stated claim, "context" for background.
 - claim_key and normalized_value: for a checkable value (a number, date, ranking, yes/no),
-  a short stable key such as "line 3 weekday boardings 2023" and the value in a normal form
-  such as "48200"; otherwise leave them null.
+  a short stable key such as "bridge main span length metres" and the value in a normal form
+  such as "1280"; otherwise leave them null.
 - scope: the date, geography, population, definition or methodology the value applies to, when
   the source states it.
 - relevance and confidence: numbers from 0 to 1.

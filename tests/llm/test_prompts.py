@@ -159,3 +159,27 @@ def test_the_planner_is_given_the_sections_the_report_template_requires():
     assert '"requested_sections"' in prompt.user and "Risks and gaps" in prompt.user
     assert "deliverable.requested_sections" in prompt.system
     assert '"requested_sections"' not in planner_prompt(plan_request("Acme Heat")).user
+
+
+def test_no_production_prompt_states_a_benchmark_gold_fact():
+    """The fixed text of every phase's instructions carries no gold fact of any benchmark task
+    (an example value copied from the corpus would hand the answer to the model). Only the
+    count is reported: held-out facts are not for reading while tuning."""
+    from evals.matching import states_fact
+    from evals.taskset import TASK_SETS, load_tasks
+    from research.llm import prompts
+
+    instructions = "\n".join(
+        value
+        for name, value in vars(prompts).items()
+        if name.isupper() and isinstance(value, str) and len(value) > 200
+    )
+    assert "deep-research service" in instructions  # the role texts were found
+    stated = sum(
+        1
+        for task_set in TASK_SETS
+        for task in load_tasks(task_set=task_set)
+        for fact in task.gold_facts
+        if states_fact(instructions, fact)
+    )
+    assert stated == 0, f"{stated} gold facts of the benchmark appear in the prompts"
