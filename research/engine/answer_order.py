@@ -163,9 +163,7 @@ def by_side(
             blocks[b].append(group)
         else:
             blocks[""].append(group)
-    labels = {ANSWER_LABEL: ANSWER_LABEL, a: _heading(a), b: _heading(b), "": SUPPORTING_LABEL}
+    # A side's block is headed by the side as the question writes it ("git push --force" is
+    # not recapitalised).
+    labels = {ANSWER_LABEL: ANSWER_LABEL, a: a, b: b, "": SUPPORTING_LABEL}
     return [Placed(labels[key], group) for key, found in blocks.items() for group in found]
-
-
-def _heading(side: str) -> str:
-    return side[:1].upper() + side[1:]

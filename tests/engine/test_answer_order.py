@@ -149,7 +149,7 @@ def test_a_comparison_shows_one_block_per_side():
 
     assert [(p.label, p.group[0].id) for p in placed] == [
         (ANSWER_LABEL, "e2"),
-        ("Heat pumps", "e3"),
-        ("Gas boilers", "e1"),
+        ("heat pumps", "e3"),
+        ("gas boilers", "e1"),
         (SUPPORTING_LABEL, "e4"),
     ]

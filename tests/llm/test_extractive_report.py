@@ -313,7 +313,7 @@ def test_a_comparison_question_shows_one_block_per_side():
     section = _write(plan, evidence).sections[0]
 
     labels = {s.evidence_ids[0]: s.label for s in section.statements if s.kind == "finding"}
-    assert labels == {"e3": "Answer", "e2": "Heat pumps", "e1": "Gas boilers"}
+    assert labels == {"e3": "Answer", "e2": "heat pumps", "e1": "gas boilers"}
     assert [s.label for s in section.statements][:1] == ["Answer"]
 
 
