@@ -377,6 +377,10 @@ def test_labelled_statements_render_as_sub_headed_blocks() -> None:
     answer = markdown.index("### Answer\n\n- France's GDP")
     supporting = markdown.index("### Supporting\n\n- Growth slowed")
     assert answer < supporting < markdown.index("- *Caveat:* 2024 data")
+    side = report({**finding("c1", GDP.id), "label": "<b>#1</b> [x](javascript:y)"})
+    assert "### \\<b\\>\\#1\\</b\\> \\[x\\]\\(javascript:y\\)\n" in render_markdown(
+        side, evidence=EVIDENCE, sources=SOURCES
+    )
     # A report stored before labels existed renders as before, with no sub-heading.
     assert "###" not in render_markdown(_valid_report(), evidence=EVIDENCE, sources=SOURCES)
 

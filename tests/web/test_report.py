@@ -155,7 +155,21 @@ def test_model_text_and_source_metadata_cannot_inject_markup(owner, client_for, 
                 "text": 'Statement <img src="https://evil.example/x.png"> with [link](javascript:alert(1))',
             }
         ],
-        sections=[],
+        sections=[
+            {
+                "id": "s1",
+                "title": "Section",
+                "statements": [
+                    {
+                        "claim_id": "c2",
+                        "kind": "finding",
+                        "evidence_ids": [item.pk],
+                        "text": "A finding.",
+                        "label": "<img src=x onerror=alert(2)>Side",
+                    }
+                ],
+            }
+        ],
     )
     run.save()
     client = client_for(owner)
@@ -180,6 +194,7 @@ def test_model_text_and_source_metadata_cannot_inject_markup(owner, client_for, 
         in pages[0]
     )
     assert "&lt;img src=x onerror=alert(1)&gt;Publisher" in pages[0]
+    assert "&lt;img src=x onerror=alert(2)&gt;Side</h3>" in pages[0]  # a statement's label
     assert (
         "Statement &lt;img src=&quot;https://evil.example/x.png&quot;&gt; with "
         "[link](javascript:alert(1))" in pages[0]
