@@ -4,7 +4,10 @@ synthesis (``write_extractive_report(request, note=…)``).
 
 No sentence of this report is written by a program or a model: every finding is a verbatim
 evidence excerpt, cited by its evidence id. Near-identical excerpts from different sources
-become one finding citing all of them; questions without evidence become stated gaps.
+become one finding citing all of them; questions without evidence become stated gaps. Each
+section leads with the quotations that answer its question directly
+(:mod:`research.engine.answer_order`), and the executive summary holds each required
+question's best answer, or its gap.
 """
 
 import re
@@ -63,6 +66,8 @@ METHODOLOGY = (
     "passages side by side.",
     "Where the heading a quotation stands under gives a date or figure the quotation lacks, "
     "the heading is quoted before it.",
+    "Each question's section leads with the passages that answer it directly (Answer), then "
+    "supporting and contrasting ones; a comparison shows one block per side.",
 )
 
 
@@ -174,10 +179,12 @@ def _homes(
     affinity: dict[tuple[str, str], float],
     order: dict[str, int],
     limit: int,
+    usage: frozenset[str] = frozenset(),
 ) -> dict[str, str]:
     """The question each quotation is shown under: the one it speaks to most specifically,
     unless that section is full and another question it answers has room. Strongest
-    quotations choose first, so a full section never pushes out its best ones."""
+    quotations choose first, so a full section never pushes out its best ones. A code sample
+    is shown only under a usage question (ids ``usage``)."""
     homes: dict[str, str] = {}
     load: dict[str, int] = defaultdict(int)
 
@@ -188,7 +195,11 @@ def _homes(
         evidence, key=lambda e: (-e.relevance_bp, -best_affinity(e), content_order(e))
     ):
         candidates = sorted(
-            (qid for qid in item.question_ids if qid in order),
+            (
+                qid
+                for qid in item.question_ids
+                if qid in order and (qid in usage or not item.locator.code)
+            ),
             key=lambda qid: (-affinity.get((qid, item.id), 0.0), order[qid]),
         )
         if not candidates:
@@ -463,14 +474,13 @@ def write_extractive_report(request: SynthesisRequest, *, note: str | None = Non
     affinity = _affinities(request)
     order = {question.id: place for place, question in enumerate(plan.questions)}
     limit = MAX_FINDINGS_SOLE_QUESTION if len(plan.questions) == 1 else MAX_FINDINGS_PER_QUESTION
-    home = _homes(request.evidence, affinity, order, limit)
+    usage = frozenset(q.id for q in plan.questions if is_usage_question(q.text))
+    home = _homes(request.evidence, affinity, order, limit, usage)
     for question in plan.questions:
         items = by_question.get(question.id, [])
         # A code sample answers a question about usage only; for any other question it stays
         # in the evidence list but is quoted as no finding.
-        shown = (
-            items if is_usage_question(question.text) else [i for i in items if not i.locator.code]
-        )
+        shown = items if question.id in usage else [i for i in items if not i.locator.code]
         findings: list[Statement] = []
         if not items:
             description = f"No verified evidence was found for: {question.text}"

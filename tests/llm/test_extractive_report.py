@@ -341,3 +341,20 @@ def test_a_question_with_only_code_for_a_non_usage_question_is_a_gap():
 
     assert report.sections == []
     assert report.gaps[0].description.startswith("The evidence found is code")
+
+
+def test_code_extracted_for_two_questions_is_shown_under_the_usage_one():
+    plan = make_plan(
+        "What does the foreign_keys pragma do?", "How do I enable the foreign_keys pragma?"
+    )
+    code = _code_evidence("e2", "PRAGMA foreign_keys = ON;")
+    code = code.model_copy(update={"question_ids": ["q1", "q2"]})
+    evidence = [
+        make_evidence("e1", "The foreign_keys pragma enables foreign key checks.", "q1"),
+        code,
+    ]
+
+    report = _write(plan, evidence)
+
+    cited = {s.id: {e for x in s.statements for e in x.evidence_ids} for s in report.sections}
+    assert cited == {"q1": {"e1"}, "q2": {"e2"}}
