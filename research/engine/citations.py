@@ -293,7 +293,10 @@ def render_markdown(
         out += [_md_statement(s, ctx) for s in report.executive_summary] + [""]
     for section in report.sections:
         out += [f"## {escape_markdown(section.title)}", ""]
-        out += [_md_statement(s, ctx) for s in section.statements] + [""]
+        for label, statements in statement_blocks(section.statements):
+            if label:
+                out += [f"### {escape_markdown(label)}", ""]
+            out += [_md_statement(s, ctx) for s in statements] + [""]
     if report.contradictions:
         out += ["## Conflicting evidence", ""]
         for item in report.contradictions:
@@ -338,10 +341,32 @@ def _md_cites(evidence_ids: Sequence[str], ctx: _RenderContext) -> str:
     return (" " + "".join(links)) if links else ""
 
 
+def statement_blocks(statements: Sequence[Statement]) -> list[tuple[str, list[Statement]]]:
+    """Consecutive statements sharing a label, as (label, statements) blocks in order: the
+    sub-headed blocks a section is shown in (``Statement.label``)."""
+    blocks: list[tuple[str, list[Statement]]] = []
+    for statement in statements:
+        if blocks and blocks[-1][0] == statement.label:
+            blocks[-1][1].append(statement)
+        else:
+            blocks.append((statement.label, [statement]))
+    return blocks
+
+
+def is_code_statement(statement: Statement, evidence: Mapping[str, Evidence]) -> bool:
+    """Whether every excerpt ``statement`` cites is a whole code block of its page: the
+    statement is then shown as code, line breaks and indentation kept."""
+    cited = [evidence.get(eid) for eid in statement.evidence_ids]
+    return bool(cited) and all(item is not None and item.locator.code for item in cited)
+
+
 def _md_statement(statement: Statement, ctx: _RenderContext) -> str:
     label = "*Caveat:* " if statement.kind == "caveat" else ""
+    cites = _md_cites(statement.evidence_ids, ctx)
+    if is_code_statement(statement, ctx.evidence):
+        return f"- {label}Code sample{cites}:" + markdown_code(statement.text, indent=2)
     text = escape_markdown_lines(statement.text, indent=2)
-    return f"- {label}{text}{_md_cites(statement.evidence_ids, ctx)}"
+    return f"- {label}{text}{cites}"
 
 
 def _md_source(citation: Citation, ctx: _RenderContext) -> str:

@@ -4,12 +4,23 @@ synthesis (``write_extractive_report(request, note=…)``).
 
 No sentence of this report is written by a program or a model: every finding is a verbatim
 evidence excerpt, cited by its evidence id. Near-identical excerpts from different sources
-become one finding citing all of them; questions without evidence become stated gaps.
+become one finding citing all of them; questions without evidence become stated gaps. Each
+section leads with the quotations that answer its question directly
+(:mod:`research.engine.answer_order`), and the executive summary holds each required
+question's best answer, or its gap.
 """
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 
+from research.engine.answer_order import (
+    ANSWER_LABEL,
+    answer_first,
+    by_side,
+    comparison_sides,
+    is_usage_question,
+)
 from research.engine.contracts import (
     BASIS_POINTS,
     ContradictionCandidate,
@@ -42,7 +53,6 @@ MAX_FINDINGS_PER_QUESTION = 6
 # A report answering one question has room for more of its quotations.
 MAX_FINDINGS_SOLE_QUESTION = 10
 MIN_FINDINGS_SHOWN = 2
-MAX_SUMMARY_FINDINGS = 6
 _STRONG_CLASSES = frozenset({"primary", "official"})
 _RELEVANT_BP = round(SUPPORTS_RELEVANCE * BASIS_POINTS)
 
@@ -56,6 +66,8 @@ METHODOLOGY = (
     "passages side by side.",
     "Where the heading a quotation stands under gives a date or figure the quotation lacks, "
     "the heading is quoted before it.",
+    "Each question's section leads with the passages that answer it directly (Answer), then "
+    "supporting and contrasting ones; a comparison shows one block per side.",
 )
 
 
@@ -80,7 +92,10 @@ def _finding_text(item: Evidence, source: SourceSummary | None = None) -> str:
     """The quotation of ``item``, led by the heading it stands under when that heading carries
     a date or figure the quotation lacks: under "From 5 January 2025", "The adult single fare
     rises…" means nothing without the date. The heading is the source's own text too; the
-    page's title heading is not repeated (the sources list names it)."""
+    page's title heading is not repeated (the sources list names it). A code sample is its
+    code as the page has it, which the report shows as a code block."""
+    if item.locator.code:
+        return item.excerpt.strip("\n")
     heading = " ".join((item.locator.heading or "").split())
     unnumbered = _SECTION_NUMBER.sub("", heading)
     missing = _numbers(unnumbered) - _numbers(item.excerpt)
@@ -164,10 +179,12 @@ def _homes(
     affinity: dict[tuple[str, str], float],
     order: dict[str, int],
     limit: int,
+    usage: frozenset[str] = frozenset(),
 ) -> dict[str, str]:
     """The question each quotation is shown under: the one it speaks to most specifically,
     unless that section is full and another question it answers has room. Strongest
-    quotations choose first, so a full section never pushes out its best ones."""
+    quotations choose first, so a full section never pushes out its best ones. A code sample
+    is shown only under a usage question (ids ``usage``)."""
     homes: dict[str, str] = {}
     load: dict[str, int] = defaultdict(int)
 
@@ -178,7 +195,11 @@ def _homes(
         evidence, key=lambda e: (-e.relevance_bp, -best_affinity(e), content_order(e))
     ):
         candidates = sorted(
-            (qid for qid in item.question_ids if qid in order),
+            (
+                qid
+                for qid in item.question_ids
+                if qid in order and (qid in usage or not item.locator.code)
+            ),
             key=lambda qid: (-affinity.get((qid, item.id), 0.0), order[qid]),
         )
         if not candidates:
@@ -189,6 +210,25 @@ def _homes(
     return homes
 
 
+def _said(item: Evidence, sources: dict[str, SourceSummary]) -> str:
+    """What names the subject of a quotation: its excerpt, heading and source's title."""
+    source = sources.get(item.source_id)
+    title = source.title if source else ""
+    return f"{item.excerpt}\n{item.locator.heading or ''}\n{title}"
+
+
+def _answers_directly(
+    group: list[Evidence], question: str, sources: dict[str, SourceSummary]
+) -> bool:
+    """Whether a group's lead quotation answers ``question`` directly: it is relevant, carries
+    the kind of value the question asks for and names the subject the question names (the
+    checks that otherwise make a stated gap, :func:`_unanswered`)."""
+    lead = group[0]
+    if lead.relevance_bp < _RELEVANT_BP:
+        return False
+    return not _unanswered(question, [lead], sources)
+
+
 def _section(
     question: PlanQuestion,
     items: list[Evidence],
@@ -197,7 +237,10 @@ def _section(
     home: dict[str, str],
     position: int,
     limit: int = MAX_FINDINGS_PER_QUESTION,
+    conflicts: Sequence[ContradictionCandidate] = (),
 ) -> tuple[ReportSection, list[Statement]]:
+    """The section of ``question`` and its findings, answer first
+    (:mod:`research.engine.answer_order`)."""
     # Claim ids derive from the section's position: question ids may already be 64 characters.
     prefix = f"s{position}"
 
@@ -217,15 +260,25 @@ def _section(
         groups = answering
     groups = groups[:limit]
     groups.sort(key=lambda group: ranked.index(group[0]))
+    sides = comparison_sides(question.text)
+    if sides:
+        placed = by_side(groups, sides, lambda item: _said(item, sources))
+    else:
+        placed = answer_first(
+            groups,
+            answers_directly=lambda group: _answers_directly(group, question.text, sources),
+            conflicts=conflicts,
+        )
     statements = [
         Statement(
             claim_id=f"{prefix}-{number}",
             kind="finding",
-            text=_finding_text(group[0], sources.get(group[0].source_id)),
-            evidence_ids=[item.id for item in group],
-            confidence=_confidence(group, sources),  # type: ignore[arg-type]
+            text=_finding_text(block.group[0], sources.get(block.group[0].source_id)),
+            evidence_ids=[item.id for item in block.group],
+            confidence=_confidence(block.group, sources),  # type: ignore[arg-type]
+            label=block.label,
         )
-        for number, group in enumerate(groups, start=1)
+        for number, block in enumerate(placed, start=1)
     ]
     findings = list(statements)
     cited_sources = {item.source_id for group in groups for item in group}
@@ -335,17 +388,11 @@ def _report_sides(
     ]
 
 
-def _unanswered(
-    question: str,
-    items: list[Evidence],
-    findings: list[Statement],
-    sources: dict[str, SourceSummary],
-) -> str:
-    """Why the quotations shown for ``question`` do not answer it, or "": none carries the
+def _unanswered(question: str, quoted: list[Evidence], sources: dict[str, SourceSummary]) -> str:
+    """Why the quotations ``quoted`` for ``question`` do not answer it, or "": none carries the
     kind of value it asks for (a date, a version, a figure), or none — nor its source's title
     or address — names the subject the question names. Quoting loosely related passages is
     no answer, and the report says so instead of implying one."""
-    quoted = [item for item in items if any(item.id in f.evidence_ids for f in findings)]
     value = wanted_value(question)
     if value and not any(
         value[1].search(item.excerpt) or value[1].search(item.locator.heading or "")
@@ -363,6 +410,41 @@ def _unanswered(
         if not any(name in seen for name in names):
             return f"No quoted excerpt or source names what the question asks about: {question}"
     return ""
+
+
+def _summary_lead(
+    question_id: str,
+    findings: list[Statement],
+    summary: list[Statement],
+    gaps: list[ReportGap],
+    conflicts: Sequence[ContradictionCandidate],
+) -> Statement | None:
+    """What the executive summary says for one required question: its best direct answer not
+    already summarised (both sides, when that answer's value is disputed); its strongest
+    finding when the quotations together answer it though none does alone; else the gap
+    sentence saying why it is unanswered. None when its answers are already summarised."""
+    summarised = {tuple(statement.evidence_ids) for statement in summary}
+    fresh = [f for f in findings if tuple(f.evidence_ids) not in summarised]
+    gap = next((g for g in gaps if g.question_id == question_id), None)
+    answers = [f for f in fresh if f.label == ANSWER_LABEL]
+    lead = answers[0] if answers else (fresh[0] if fresh and gap is None else None)
+    if lead is None:
+        if gap is None:
+            return None
+        return Statement(
+            claim_id="summary-gap", kind="caveat", text=gap.description, confidence="low"
+        )
+    conflict = next(
+        (
+            c
+            for c in conflicts
+            if _is_value_conflict(c) and set(lead.evidence_ids) & set(c.evidence_ids)
+        ),
+        None,
+    )
+    if conflict is not None:
+        return _conflict_caveat(conflict, "summary-conflict")
+    return lead.model_copy(update={"label": ""})
 
 
 def write_extractive_report(request: SynthesisRequest, *, note: str | None = None) -> Report:
@@ -392,49 +474,40 @@ def write_extractive_report(request: SynthesisRequest, *, note: str | None = Non
     affinity = _affinities(request)
     order = {question.id: place for place, question in enumerate(plan.questions)}
     limit = MAX_FINDINGS_SOLE_QUESTION if len(plan.questions) == 1 else MAX_FINDINGS_PER_QUESTION
-    home = _homes(request.evidence, affinity, order, limit)
+    usage = frozenset(q.id for q in plan.questions if is_usage_question(q.text))
+    home = _homes(request.evidence, affinity, order, limit, usage)
     for question in plan.questions:
         items = by_question.get(question.id, [])
+        # A code sample answers a question about usage only; for any other question it stays
+        # in the evidence list but is quoted as no finding.
+        shown = items if question.id in usage else [i for i in items if not i.locator.code]
+        findings: list[Statement] = []
         if not items:
-            if question.id not in gap_questions:
-                gaps.append(
-                    ReportGap(
-                        question_id=question.id,
-                        description=f"No verified evidence was found for: {question.text}",
-                    )
-                )
-            continue
-        section, findings = _section(
-            question,
-            items,
-            sources,
-            affinity,
-            home,
-            position=len(sections) + 1,
-            limit=limit,
-        )
-        sections.append(section)
-        unanswered = _unanswered(question.text, items, findings, sources)
-        if unanswered and question.id not in gap_questions:
-            gaps.append(ReportGap(question_id=question.id, description=unanswered))
-        if question.id in required and len(summary) < MAX_SUMMARY_FINDINGS:
-            summarised = {tuple(statement.evidence_ids) for statement in summary}
-            lead = next((f for f in findings if tuple(f.evidence_ids) not in summarised), None)
-            conflict = next(
-                (
-                    c
-                    for c in request.contradictions
-                    if _is_value_conflict(c)
-                    and lead
-                    and set(lead.evidence_ids) & set(c.evidence_ids)
-                ),
-                None,
+            description = f"No verified evidence was found for: {question.text}"
+        elif not shown:
+            description = (
+                f"The evidence found is code, quoted only for usage questions: {question.text}"
             )
-            if conflict is not None:
-                summary.append(_conflict_caveat(conflict, f"summary-{len(summary) + 1}"))
-            elif lead is not None:
-                number = len(summary) + 1
-                summary.append(lead.model_copy(update={"claim_id": f"summary-{number}"}))
+        else:
+            section, findings = _section(
+                question,
+                shown,
+                sources,
+                affinity,
+                home,
+                position=len(sections) + 1,
+                limit=limit,
+                conflicts=request.contradictions,
+            )
+            sections.append(section)
+            quoted = [item for item in shown if any(item.id in f.evidence_ids for f in findings)]
+            description = _unanswered(question.text, quoted, sources)
+        if description and question.id not in gap_questions:
+            gaps.append(ReportGap(question_id=question.id, description=description))
+        if question.id in required:
+            lead = _summary_lead(question.id, findings, summary, gaps, request.contradictions)
+            if lead is not None:
+                summary.append(lead.model_copy(update={"claim_id": f"summary-{len(summary) + 1}"}))
 
     covered = sum(1 for question in plan.questions if by_question.get(question.id))
     used_sources = {item.source_id for item in request.evidence}

@@ -26,11 +26,13 @@ from research.engine.citations import (
     escape_markdown,
     number_citations,
     render_markdown,
+    statement_blocks,
 )
 from research.engine.contracts import (
     Evidence,
     Report,
     ReportContradiction,
+    ReportSection,
     SourceSummary,
     Statement,
     StatementVerdict,
@@ -123,10 +125,20 @@ class StatementView:
 
 
 @dataclass
+class BlockView:
+    """Consecutive statements of a section under one sub-heading ("Answer", a side of a
+    comparison); ``label`` is empty for statements shown under none."""
+
+    label: str
+    statements: list[StatementView]
+
+
+@dataclass
 class SectionView:
     anchor: str
     title: str
     statements: list[StatementView]
+    blocks: list[BlockView] = field(default_factory=list)
 
 
 @dataclass
@@ -276,6 +288,24 @@ def _statement(
     )
 
 
+def _section_view(
+    section: ReportSection,
+    index: CitationIndex,
+    url: EvidenceURL,
+    rows: dict[str, ResearchEvidence],
+) -> SectionView:
+    blocks = [
+        BlockView(label, [_statement(s, index, url, rows) for s in statements])
+        for label, statements in statement_blocks(section.statements)
+    ]
+    return SectionView(
+        anchor=f"section-{section.id}",
+        title=section.title,
+        statements=[view for block in blocks for view in block.statements],
+        blocks=blocks,
+    )
+
+
 def _sides(
     item: ReportContradiction,
     rows: dict[str, ResearchEvidence],
@@ -368,14 +398,7 @@ def report_document(run: ResearchRun, *, evidence_url: EvidenceURL) -> ReportDoc
         run=run,
         report=report,
         summary=[_statement(s, index, evidence_url, rows) for s in report.executive_summary],
-        sections=[
-            SectionView(
-                anchor=f"section-{section.id}",
-                title=section.title,
-                statements=[_statement(s, index, evidence_url, rows) for s in section.statements],
-            )
-            for section in report.sections
-        ],
+        sections=[_section_view(section, index, evidence_url, rows) for section in report.sections],
         contradictions=[
             ContradictionView(
                 summary=item.summary,

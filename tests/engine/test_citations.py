@@ -365,6 +365,40 @@ def test_partial_report_is_labelled() -> None:
     assert "partial report" in render_markdown(partial, evidence=EVIDENCE, sources=SOURCES)
 
 
+def test_labelled_statements_render_as_sub_headed_blocks() -> None:
+    labelled = report(
+        {**finding("c1", GDP.id), "label": "Answer"},
+        {**finding("c2", GROWTH.id), "label": "Supporting"},
+        {"claim_id": "c3", "kind": "caveat", "text": "2024 data is provisional."},
+    )
+
+    markdown = render_markdown(labelled, evidence=EVIDENCE, sources=SOURCES)
+
+    answer = markdown.index("### Answer\n\n- France's GDP")
+    supporting = markdown.index("### Supporting\n\n- Growth slowed")
+    assert answer < supporting < markdown.index("- *Caveat:* 2024 data")
+    side = report({**finding("c1", GDP.id), "label": "<b>#1</b> [x](javascript:y)"})
+    assert "### \\<b\\>\\#1\\</b\\> \\[x\\]\\(javascript:y\\)\n" in render_markdown(
+        side, evidence=EVIDENCE, sources=SOURCES
+    )
+    # A report stored before labels existed renders as before, with no sub-heading.
+    assert "###" not in render_markdown(_valid_report(), evidence=EVIDENCE, sources=SOURCES)
+
+
+def test_a_finding_quoting_code_renders_as_a_fenced_block() -> None:
+    code = make_evidence("for row in rows:\n    print(`row`)", source_id="s2", start=500)
+    code = code.model_copy(update={"locator": code.locator.model_copy(update={"code": True})})
+    evidence = {**EVIDENCE, code.id: code}
+
+    markdown = render_markdown(
+        report(finding("c1", code.id, text=code.excerpt)), evidence=evidence, sources=SOURCES
+    )
+
+    assert f"- Code sample [\\[1\\]](#evidence-{code.id}):" in markdown
+    # Indentation kept, nothing escaped, the fence longer than any backtick run inside.
+    assert "\n  ```\n  for row in rows:\n      print(`row`)\n  ```" in markdown
+
+
 def test_report_contract_offers_no_place_for_urls() -> None:
     def fields(model: type) -> set[str]:
         return set(model.model_fields)  # type: ignore[attr-defined]

@@ -85,10 +85,15 @@ def test_a_question_resting_on_one_source_gets_a_caveat():
     assert "single source" in section.statements[1].text
 
 
-def test_the_summary_leads_with_the_best_quote_of_each_required_question():
+def test_the_summary_holds_the_best_answer_of_each_required_question_or_its_gap():
     summary = _report().value.executive_summary
 
-    assert [sorted(s.evidence_ids) for s in summary] == [["e1", "e2"], ["e4"]]
+    # One statement per required question, in plan order: the question without evidence
+    # is summarised by its gap sentence, never by another question's quotation.
+    assert [sorted(s.evidence_ids) for s in summary] == [["e1", "e2"], ["e4"], []]
+    assert [s.kind for s in summary] == ["finding", "finding", "caveat"]
+    assert summary[2].text == "No verified evidence was found for: How noisy are heat pumps?"
+    assert all(s.label == "" for s in summary)
     assert len({s.claim_id for s in _report().value.statements()}) == len(
         _report().value.statements()
     )
@@ -124,8 +129,11 @@ def test_known_gaps_contradictions_and_partial_runs_are_carried_over():
 def test_no_evidence_at_all_gives_a_report_of_gaps():
     report = ExtractiveModelClient().synthesize(synthesis_request(PLAN, [])).value
 
-    assert report.sections == [] and report.executive_summary == []
+    assert report.sections == []
     assert [gap.question_id for gap in report.gaps] == ["q1", "q2", "q3"]
+    # The summary states each required question's gap: it implies no answer.
+    assert [s.kind for s in report.executive_summary] == ["caveat"] * 3
+    assert [s.text for s in report.executive_summary] == [g.description for g in report.gaps]
 
 
 def test_long_question_ids_still_give_valid_claim_ids():
@@ -233,9 +241,10 @@ def test_quotations_without_the_value_asked_for_are_reported_as_a_gap():
     assert _gaps_for(
         "On what date was Zircon 4 released?", "Zircon 4 brings a new parser and faster builds."
     ) == ["No quoted excerpt states a date for: On what date was Zircon 4 released?"]
-    assert _gaps_for(
-        "On what date was Zircon 4 released?", "Zircon 4 was released on 3 March 2021."
-    ) == []
+    assert (
+        _gaps_for("On what date was Zircon 4 released?", "Zircon 4 was released on 3 March 2021.")
+        == []
+    )
 
 
 def test_quotations_that_never_name_the_subject_asked_about_are_reported_as_a_gap():
@@ -243,6 +252,109 @@ def test_quotations_that_never_name_the_subject_asked_about_are_reported_as_a_ga
         "Does Quillpad keep old drafts forever?", "Old drafts are pruned after ninety days."
     )
     assert gaps and gaps[0].startswith("No quoted excerpt or source names")
-    assert _gaps_for(
-        "Does Quillpad keep old drafts forever?", "Quillpad prunes old drafts after ninety days."
-    ) == []
+    assert (
+        _gaps_for(
+            "Does Quillpad keep old drafts forever?",
+            "Quillpad prunes old drafts after ninety days.",
+        )
+        == []
+    )
+
+
+def _code_evidence(evidence_id: str, code: str, question_id: str = "q1"):
+    item = make_evidence(evidence_id, code, question_id, source_id="s2")
+    return item.model_copy(update={"locator": item.locator.model_copy(update={"code": True})})
+
+
+def _write(plan, evidence):
+    return ExtractiveModelClient().synthesize(synthesis_request(plan, evidence)).value
+
+
+def test_the_passage_answering_the_question_leads_its_section_labelled():
+    plan = make_plan("On what date was Zircon 4 released?")
+    evidence = [
+        make_evidence("e1", "Zircon 4 brings a new parser and faster builds.", "q1", relevance=0.9),
+        make_evidence("e2", "Zircon 4 was released on 3 March 2021.", "q1", relevance=0.7),
+    ]
+
+    report = _write(plan, evidence)
+
+    findings = [s for s in report.sections[0].statements if s.kind == "finding"]
+    # The stronger keyword match carries no date: the dated passage answers, so it leads.
+    assert [(s.label, s.evidence_ids) for s in findings] == [
+        ("Answer", ["e2"]),
+        ("Supporting", ["e1"]),
+    ]
+    assert [s.evidence_ids for s in report.executive_summary] == [["e2"]]
+
+
+def test_without_a_direct_answer_the_summary_states_the_gap():
+    plan = make_plan("On what date was Zircon 4 released?")
+    evidence = [make_evidence("e1", "Zircon 4 brings a new parser and faster builds.", "q1")]
+
+    report = _write(plan, evidence)
+
+    assert [s.label for s in report.sections[0].statements if s.kind == "finding"] == ["Supporting"]
+    assert [(s.kind, s.text) for s in report.executive_summary] == [
+        ("caveat", "No quoted excerpt states a date for: On what date was Zircon 4 released?")
+    ]
+
+
+def test_a_comparison_question_shows_one_block_per_side():
+    plan = make_plan("Which is cheaper to run, heat pumps or gas boilers?")
+    evidence = [
+        make_evidence("e1", "Gas boilers cost 1,420 euros a year to run.", "q1", source_id="s1"),
+        make_evidence("e2", "Heat pumps cost 1,130 euros a year to run.", "q1", source_id="s2"),
+        make_evidence(
+            "e3", "Heat pumps are cheaper to run than gas boilers.", "q1", source_id="s3"
+        ),
+    ]
+
+    section = _write(plan, evidence).sections[0]
+
+    labels = {s.evidence_ids[0]: s.label for s in section.statements if s.kind == "finding"}
+    assert labels == {"e3": "Answer", "e2": "heat pumps", "e1": "gas boilers"}
+    assert [s.label for s in section.statements][:1] == ["Answer"]
+
+
+def test_code_is_quoted_as_code_only_for_a_usage_question():
+    code = "PRAGMA foreign_keys = ON;"
+    prose = "Foreign key constraints are disabled by default in SQLite."
+    evidence = [
+        make_evidence("e1", prose, "q1", source_id="s1"),
+        _code_evidence("e2", code),
+    ]
+
+    usage = _write(make_plan("How do I enable foreign keys in SQLite?"), evidence)
+    other = _write(make_plan("Are foreign keys enforced by default in SQLite?"), evidence)
+
+    usage_texts = [s.text for s in usage.sections[0].statements if s.kind == "finding"]
+    assert code in usage_texts  # the code as the page has it, not in quotation marks
+    other_cited = {e for s in other.statements() for e in s.evidence_ids}
+    assert "e2" not in other_cited and "e1" in other_cited
+
+
+def test_a_question_with_only_code_for_a_non_usage_question_is_a_gap():
+    plan = make_plan("Are foreign keys enforced by default?")
+
+    report = _write(plan, [_code_evidence("e1", "PRAGMA foreign_keys = ON;")])
+
+    assert report.sections == []
+    assert report.gaps[0].description.startswith("The evidence found is code")
+
+
+def test_code_extracted_for_two_questions_is_shown_under_the_usage_one():
+    plan = make_plan(
+        "What does the foreign_keys pragma do?", "How do I enable the foreign_keys pragma?"
+    )
+    code = _code_evidence("e2", "PRAGMA foreign_keys = ON;")
+    code = code.model_copy(update={"question_ids": ["q1", "q2"]})
+    evidence = [
+        make_evidence("e1", "The foreign_keys pragma enables foreign key checks.", "q1"),
+        code,
+    ]
+
+    report = _write(plan, evidence)
+
+    cited = {s.id: {e for x in s.statements for e in x.evidence_ids} for s in report.sections}
+    assert cited == {"q1": {"e1"}, "q2": {"e2"}}

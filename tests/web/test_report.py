@@ -155,7 +155,21 @@ def test_model_text_and_source_metadata_cannot_inject_markup(owner, client_for, 
                 "text": 'Statement <img src="https://evil.example/x.png"> with [link](javascript:alert(1))',
             }
         ],
-        sections=[],
+        sections=[
+            {
+                "id": "s1",
+                "title": "Section",
+                "statements": [
+                    {
+                        "claim_id": "c2",
+                        "kind": "finding",
+                        "evidence_ids": [item.pk],
+                        "text": "A finding.",
+                        "label": "<img src=x onerror=alert(2)>Side",
+                    }
+                ],
+            }
+        ],
     )
     run.save()
     client = client_for(owner)
@@ -180,6 +194,7 @@ def test_model_text_and_source_metadata_cannot_inject_markup(owner, client_for, 
         in pages[0]
     )
     assert "&lt;img src=x onerror=alert(1)&gt;Publisher" in pages[0]
+    assert "&lt;img src=x onerror=alert(2)&gt;Side</h3>" in pages[0]  # a statement's label
     assert (
         "Statement &lt;img src=&quot;https://evil.example/x.png&quot;&gt; with "
         "[link](javascript:alert(1))" in pages[0]
@@ -223,6 +238,42 @@ def test_markdown_export(owner, client_for):
     assert "*Question:* How large is the European heat-pump market?" in text
     assert "[\\[1\\]](#evidence-" in text and "## Sources" in text
     assert "*Usage:* 4 searches, 2 sources read, 2 verified excerpts" in text
+
+
+def test_answer_blocks_and_code_show_on_the_page_and_in_the_export(owner, client_for):
+    run = completed_run(owner, sources=1)
+    source = run.sources.first()
+    prose = run.evidence.first()
+    code = make_evidence(run, source, excerpt="if x < 1:\n    run('<b>')")
+    code.locator = {**code.locator, "code": True}
+    code.save(update_fields=["locator"])
+    statements = [
+        {"claim_id": "c1", "kind": "finding", "text": prose.excerpt, "evidence_ids": [prose.pk]},
+        {
+            "claim_id": "c2",
+            "kind": "finding",
+            "text": code.excerpt,
+            "evidence_ids": [code.pk],
+            "label": "Supporting",
+        },
+    ]
+    statements[0]["label"] = "Answer"
+    run.report = report_data(
+        [], sections=[{"id": "s1", "title": "Market size", "statements": statements}]
+    )
+    run.save(update_fields=["report"])
+    client = client_for(owner)
+
+    page = report_page(client, run)
+    markdown = client.get(reverse("research:report_markdown", args=[run.pk])).content.decode()
+
+    assert page.index('<h3 class="statement-block">Answer</h3>') < page.index(
+        '<h3 class="statement-block">Supporting</h3>'
+    )
+    # The code keeps its line breaks and is escaped, never markup.
+    assert "<code>if x &lt; 1:\n    run(&#x27;&lt;b&gt;&#x27;)</code>" in page
+    assert "### Answer" in markdown and "### Supporting" in markdown
+    assert "\n  ```\n  if x < 1:\n      run('<b>')\n  ```" in markdown
 
 
 @pytest.mark.skipif(

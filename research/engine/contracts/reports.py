@@ -11,6 +11,9 @@ from research.engine.contracts.base import Confidence, Contract, Identifier, Non
 # --------------------------------------------------------------------------------------------
 
 
+# A sub-heading, not a sentence: a side of a comparison as the question names it fits.
+STATEMENT_LABEL_MAX_CHARS = 120
+
 SupportCheckName = Literal["numbers", "negation", "comparison", "names", "overlap"]
 
 
@@ -39,7 +42,11 @@ class Statement(_Part):
 
     ``checks`` and ``verdict`` are written by the program when the report is validated, never
     by the model that wrote the report: what was checked of a finding against its excerpts and
-    with what result, and what the verifier model judged (``None``: no verifier ran)."""
+    with what result, and what the verifier model judged (``None``: no verifier ran).
+
+    ``label`` is the sub-heading a section shows the statement under ("Answer", "Supporting",
+    a side of a comparison); consecutive statements with the same label are one block, and
+    an empty label shows none. Reports stored before labels existed load with none."""
 
     claim_id: Identifier
     kind: Literal["finding", "analysis", "caveat"]
@@ -48,6 +55,7 @@ class Statement(_Part):
     confidence: Confidence = "medium"
     checks: list[SupportCheck] = Field(default_factory=list)
     verdict: StatementVerdict | None = None
+    label: Annotated[str, Field(max_length=STATEMENT_LABEL_MAX_CHARS)] = ""
 
 
 class ReportSection(_Part):

@@ -1,0 +1,169 @@
+"""The order of a question's quotations in the quoted report: answer first.
+
+The passages that answer a question directly lead its section (one to three, labelled
+"Answer"), supporting passages follow, and passages that contradict the answer come last; a
+question comparing two sides shows one block per side. Code is quoted only for questions
+about usage ("How do I…"). What a question is (a usage question, a comparison and its sides)
+is read from its wording in general grammatical terms, never from a list of subjects.
+"""
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from research.engine.contracts import ContradictionCandidate, Evidence
+from research.engine.text import content_terms
+
+ANSWER_LABEL = "Answer"
+SUPPORTING_LABEL = "Supporting"
+CONTRASTING_LABEL = "Contrasting"
+# "One to three" direct answers lead a section: more would bury the supporting passages
+# again, and the strongest three already show whether the sources agree.
+MAX_ANSWERS = 3
+
+# "How do I…", "How can one…", "how to…", "What command…", "Which syntax…": a question about
+# doing something, whose answer may be a code sample.
+_USAGE = re.compile(
+    r"\bhow\s+(?:do|does|can|could|should|would|might|may)\s+(?:i|you|we|one)\b"
+    r"|\bhow\s+to\b|\b(?:what|which)\s+(?:commands?|syntax)\b",
+    re.IGNORECASE,
+)
+
+# Comparisons, each with its two sides: "which is cheaper, X or Y", "how do X and Y
+# compare", "how does X compare with Y", "how does X differ from Y", "the difference between
+# X and Y", "compare X with Y", "X vs Y", "is X faster than Y", "should I use X or Y".
+_COMPARISONS = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        r"\b(?:which|what)\s+(?:is|are|was|were)\s+[^,?]+,\s*(?P<a>.+?)\s+or\s+(?P<b>.+)",
+        r"\bhow\s+(?:do|did)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+(?:compare|differ)\b",
+        r"\bhow\s+(?:does|do|did)\s+(?P<a>.+?)\s+(?:compare|differ|stack\s+up)\s+"
+        r"(?:with|to|from|against)\s+(?P<b>.+)",
+        r"\bdifferences?\s+between\s+(?P<a>.+?)\s+and\s+(?P<b>.+)",
+        r"\b(?:compare|comparing|contrast)\s+(?P<a>.+?)\s+(?:with|to|and|against)\s+(?P<b>.+)",
+        r"^(?:(?:what|which|how)\b.*?\b(?:is|are|of)\s+)?(?P<a>.+?)\s+(?:vs\.?|versus)\s+"
+        r"(?P<b>.+)",
+        r"^(?:is|are|was|were|does|do)\s+(?P<a>.+?)\s+(?:(?:more|less)\s+\w+|\w+er|better|"
+        r"worse)\s+than\s+(?P<b>.+)",
+        r"\b(?:use|choose|pick|prefer)\s+(?P<a>.+?)\s+or\s+(?P<b>.+)",
+    )
+)
+# What follows the second side and belongs to neither: "…compare with Y on cost in 2024".
+_SIDE_TAIL = re.compile(
+    r"\s+(?:on|in terms of|regarding|for|when|across|within|during|since|from|in|at)\s+.*$|"
+    r"[,;:?].*$",
+    re.IGNORECASE,
+)
+_SIDE_LEAD = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+# A side named in many words ("the adult single fare of the old network") is named by a
+# passage that has most of its distinctive words; one or two words must all be there.
+_ALL_TERMS_UP_TO = 2
+
+
+def is_usage_question(question: str) -> bool:
+    """Whether ``question`` asks how to do something: the only kind a code sample answers."""
+    return bool(_USAGE.search(question))
+
+
+def _side(text: str) -> str:
+    return _SIDE_LEAD.sub("", _SIDE_TAIL.sub("", " ".join(text.split()))).strip(" .")
+
+
+def comparison_sides(question: str) -> tuple[str, str] | None:
+    """The two sides ``question`` compares, as it writes them, or None for no comparison.
+    Sides that share every content word ("X" against "X") are no comparison."""
+    text = " ".join(question.split()).rstrip("?. ")
+    for pattern in _COMPARISONS:
+        match = pattern.search(text)
+        if not match:
+            continue
+        a, b = _side(match.group("a")), _side(match.group("b"))
+        terms_a, terms_b = set(content_terms(a)), set(content_terms(b))
+        if terms_a - terms_b and terms_b - terms_a:
+            return a, b
+    return None
+
+
+def names_side(said: str, side: str, other: str) -> bool:
+    """Whether text saying ``said`` names ``side`` of a comparison with ``other``: it has the
+    side's own content words (those the other side lacks), all of them for a side of one or
+    two such words, most of them for a longer one."""
+    own = set(content_terms(side)) - set(content_terms(other))
+    found = own & set(content_terms(said))
+    needed = len(own) if len(own) <= _ALL_TERMS_UP_TO else len(own) // 2 + 1
+    return bool(own) and len(found) >= needed
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One group of near-identical quotations and the block (label) it is shown in."""
+
+    label: str
+    group: list[Evidence]
+
+
+def _opposed(
+    group: list[Evidence],
+    answers: list[list[Evidence]],
+    conflicts: Sequence[ContradictionCandidate],
+) -> bool:
+    """Whether ``group`` states another value than an answer on the same claim: one position
+    of a conflict holds the group, another position holds an answer."""
+    ids = {item.id for item in group}
+    answer_ids = {item.id for answer in answers for item in answer}
+    for conflict in conflicts:
+        holding = [set(position.evidence_ids) for position in conflict.positions]
+        mine = [place for place, held in enumerate(holding) if held & ids]
+        theirs = [place for place, held in enumerate(holding) if held & answer_ids]
+        if mine and theirs and not set(mine) & set(theirs):
+            return True
+    return False
+
+
+def answer_first(
+    groups: list[list[Evidence]],
+    *,
+    answers_directly: Callable[[list[Evidence]], bool],
+    conflicts: Sequence[ContradictionCandidate] = (),
+) -> list[Placed]:
+    """``groups`` (strongest first) as blocks: up to :data:`MAX_ANSWERS` groups that answer
+    the question directly, then the supporting ones in the order given, then those that
+    contradict the answers (a stance of ``contradicts``, or another value of a conflict).
+    Without a direct answer every group is supporting."""
+    contradicting = [g for g in groups if any(item.stance == "contradicts" for item in g)]
+    rest = [g for g in groups if not any(g is c for c in contradicting)]
+    answers = [g for g in rest if answers_directly(g)][:MAX_ANSWERS]
+    others = [g for g in rest if not any(g is a for a in answers)]
+    contrasting = [g for g in others if _opposed(g, answers, conflicts)]
+    supporting = [g for g in others if not any(g is c for c in contrasting)]
+    return [
+        *(Placed(ANSWER_LABEL, g) for g in answers),
+        *(Placed(SUPPORTING_LABEL, g) for g in supporting),
+        *(Placed(CONTRASTING_LABEL, g) for g in [*contrasting, *contradicting]),
+    ]
+
+
+def by_side(
+    groups: list[list[Evidence]], sides: tuple[str, str], said: Callable[[Evidence], str]
+) -> list[Placed]:
+    """``groups`` (strongest first) of a comparison as one block per side: groups naming both
+    sides lead as the answer (up to :data:`MAX_ANSWERS`), then those naming the first side,
+    those naming the second, and the ones naming neither (or both, beyond the answers) as
+    supporting. ``said`` is what an excerpt says, with its heading and source title."""
+    a, b = sides
+    blocks: dict[str, list[list[Evidence]]] = {ANSWER_LABEL: [], a: [], b: [], "": []}
+    for group in groups:
+        text = said(group[0])
+        named = (names_side(text, a, b), names_side(text, b, a))
+        if all(named) and len(blocks[ANSWER_LABEL]) < MAX_ANSWERS:
+            blocks[ANSWER_LABEL].append(group)
+        elif named == (True, False):
+            blocks[a].append(group)
+        elif named == (False, True):
+            blocks[b].append(group)
+        else:
+            blocks[""].append(group)
+    # A side's block is headed by the side as the question writes it ("git push --force" is
+    # not recapitalised).
+    labels = {ANSWER_LABEL: ANSWER_LABEL, a: a, b: b, "": SUPPORTING_LABEL}
+    return [Placed(labels[key], group) for key, found in blocks.items() for group in found]

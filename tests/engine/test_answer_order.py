@@ -1,0 +1,155 @@
+"""Reading a question's shape for the answer-first report: usage questions, comparisons and
+their sides, and which side a passage names."""
+
+import pytest
+
+from research.engine.answer_order import (
+    ANSWER_LABEL,
+    CONTRASTING_LABEL,
+    MAX_ANSWERS,
+    SUPPORTING_LABEL,
+    answer_first,
+    by_side,
+    comparison_sides,
+    is_usage_question,
+    names_side,
+)
+from research.engine.contracts import ContradictionCandidate, ContradictionPosition
+from tests.llm.factories import make_evidence
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How do I enable foreign keys?",
+        "How can one read a file line by line?",
+        "Explain how to undo the last commit",
+        "What command shows the reflog?",
+        "Which syntax declares an async view?",
+    ],
+)
+def test_questions_about_doing_something_are_usage_questions(question):
+    assert is_usage_question(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the default value of the setting?",
+        "How many databases can be attached?",
+        "When was version 2.3 released?",
+        "How does the cache work?",
+    ],
+)
+def test_other_questions_are_not(question):
+    assert not is_usage_question(question)
+
+
+@pytest.mark.parametrize(
+    ("question", "sides"),
+    [
+        ("Which is cheaper to run, heat pumps or gas boilers?", ("heat pumps", "gas boilers")),
+        ("How do heat pumps and gas boilers compare?", ("heat pumps", "gas boilers")),
+        (
+            "How does lazy loading compare with eager loading on cost?",
+            ("lazy loading", "eager loading"),
+        ),
+        ("How does merge differ from rebase?", ("merge", "rebase")),
+        ("What is the difference between alloc and allocUnsafe?", ("alloc", "allocUnsafe")),
+        ("Compare threads with processes for CPU-bound work", ("threads", "processes")),
+        ("Tabs vs spaces in 2024?", ("Tabs", "spaces")),
+        ("Is a hash join faster than a nested loop?", ("a hash join", "a nested loop")),
+        ("Should I use SQLite or PostgreSQL?", ("SQLite", "PostgreSQL")),
+    ],
+)
+def test_comparisons_give_their_two_sides(question, sides):
+    found = comparison_sides(question)
+    assert found is not None
+    assert tuple(side.removeprefix("a ") for side in found) == tuple(
+        side.removeprefix("a ") for side in sides
+    )
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What do heat pumps cost to run?",
+        "Is the feature enabled or disabled by default?",
+        "How does lazy loading compare with lazy loading?",
+    ],
+)
+def test_a_question_naming_one_side_is_no_comparison(question):
+    assert comparison_sides(question) is None
+
+
+def test_a_passage_names_a_side_by_the_words_the_other_side_lacks():
+    assert names_side("Gas boilers heat the home.", "gas boilers", "heat pumps")
+    assert not names_side("Gas boilers heat the home.", "heat pumps", "gas boilers")
+
+
+def _groups(*excerpts, relevance=0.8):
+    return [
+        [make_evidence(f"e{n}", text, "q1", relevance=relevance)]
+        for n, text in enumerate(excerpts, 1)
+    ]
+
+
+def test_direct_answers_lead_then_supporting_then_contrasting():
+    groups = _groups("one", "two direct", "three", "four direct")
+    groups[2][0] = groups[2][0].model_copy(update={"stance": "contradicts"})
+
+    placed = answer_first(groups, answers_directly=lambda g: "direct" in g[0].excerpt)
+
+    assert [(p.label, p.group[0].excerpt) for p in placed] == [
+        (ANSWER_LABEL, "two direct"),
+        (ANSWER_LABEL, "four direct"),
+        (SUPPORTING_LABEL, "one"),
+        (CONTRASTING_LABEL, "three"),
+    ]
+
+
+def test_at_most_three_answers_lead():
+    groups = _groups(*(f"direct {n}" for n in range(5)))
+
+    placed = answer_first(groups, answers_directly=lambda g: True)
+
+    assert [p.label for p in placed] == [ANSWER_LABEL] * MAX_ANSWERS + [SUPPORTING_LABEL] * 2
+
+
+def test_another_value_of_a_conflict_with_the_answer_contrasts_it():
+    groups = _groups("the fare is 2.40", "the fare is 2.90", "fares are set yearly")
+    conflict = ContradictionCandidate(
+        key="k1",
+        claim_key="fare",
+        evidence_ids=["e1", "e2"],
+        positions=[
+            ContradictionPosition(value="2.40", stance="supports", evidence_ids=["e1"], scopes=[]),
+            ContradictionPosition(value="2.90", stance="supports", evidence_ids=["e2"], scopes=[]),
+        ],
+    )
+
+    placed = answer_first(groups, answers_directly=lambda g: g[0].id == "e1", conflicts=[conflict])
+
+    assert [(p.label, p.group[0].id) for p in placed] == [
+        (ANSWER_LABEL, "e1"),
+        (SUPPORTING_LABEL, "e3"),
+        (CONTRASTING_LABEL, "e2"),
+    ]
+
+
+def test_a_comparison_shows_one_block_per_side():
+    groups = _groups(
+        "Gas boilers cost 1,420 euros a year.",
+        "Heat pumps cost 1,130 euros a year, less than gas boilers.",
+        "Heat pumps cost 1,130 euros a year.",
+        "Running costs depend on the tariff.",
+    )
+
+    placed = by_side(groups, ("heat pumps", "gas boilers"), lambda item: item.excerpt)
+
+    assert [(p.label, p.group[0].id) for p in placed] == [
+        (ANSWER_LABEL, "e2"),
+        ("heat pumps", "e3"),
+        ("gas boilers", "e1"),
+        (SUPPORTING_LABEL, "e4"),
+    ]
