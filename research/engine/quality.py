@@ -207,14 +207,14 @@ def _site_names(document: SourceDocument) -> list[list[str]]:
 # ("tarn-lang.org", "nodejs.org", "zircon-scm.com", "Quill Documentation"): they say which
 # part of the subject's own presence the site is (its language, project, documentation, code,
 # library) and never name another publisher. A site named after the subject plus a word of its
-# own kind ("Courier", "Digest", "Weekly", "Blog", "Wiki", "Community") is someone else's site
+# own kind ("Gazette", "Times", "Weekly", "Blog", "Wiki", "Community") is someone else's site
 # about the subject, and that word is not here.
 _OWN_SITE_WORDS = _names(
     """lang language project software foundation docs doc documentation official hq dev app
     js py rs cli scm framework lib sdk api reference manual labs"""
 )
-# The words public bodies end their names with ("… Regional Transit Authority", "… Basin
-# Water Board", "… Energy Agency"): a body named after a place or thing the question names is
+# The words public bodies end their names with ("… Regional Transit Authority", "… Water
+# Board", "… Statistics Office"): a body named after a place or thing the question names is
 # its own authority on it, as a newspaper or forum named after the same place is not.
 _PUBLIC_BODY_WORDS = _names(
     """authority agency board council commission ministry department office government
@@ -226,9 +226,7 @@ _VERSION_WORD = re.compile(r"^(?:v?\d+|x)$")
 
 def _own_words(text: str) -> bool:
     """Whether folded ``text`` is made of own-site words and version marks only ("" is)."""
-    if not text:
-        return True
-    if text.isdigit():
+    if not text or text.isdigit():
         return True
     return any(
         text.startswith(word) and _own_words(text[len(word) :]) for word in _OWN_SITE_WORDS
@@ -248,7 +246,7 @@ def _address_subject(label: str, subjects: Collection[str]) -> str | None:
 def _name_subject(words: list[str], subjects: Collection[str]) -> str | None:
     """The subject a site name presents the site as the own site of: the subject's name first
     (after "The"), then only own-site words and versions ("Quill Documentation 2.2.x",
-    "Brisk.js v18 Documentation"), or a public body's name ("Tessaly Basin Water Board")."""
+    "Brisk.js v18 Documentation"), or a public body's name ("Marlow Water Board")."""
     if words[:1] == ["the"]:
         words = words[1:]
     if not words or words[0] not in subjects:
@@ -262,7 +260,7 @@ def _name_subject(words: list[str], subjects: Collection[str]) -> str | None:
 def _spells(label: str, words: list[str]) -> bool:
     """Whether an address label is spelled by a site name's words: its hyphen parts are all
     words of the name, or it is a run of the name's words or their initials written together
-    (``harwick-transit`` / "Harwick Regional Transit Authority", ``hrta``, ``briskjs``)."""
+    (``marlow-transit`` / "Marlow Regional Transit Authority", ``mrta``, ``briskjs``)."""
     parts = [_fold(part) for part in label.split("-") if part]
     if parts and set(parts) <= set(words):
         return True
