@@ -324,7 +324,8 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
     remaining = brief.remaining
     unlimited = _unlimited(remaining)
     # Pages the run has spent fetches on: read ones are in the brief as candidates, failed
-    # ones as failed sources; with what remains they give the run's fetch budget.
+    # ones as failed sources; with what remains they give the run's fetch budget. A brief
+    # without a remaining budget is read as the standard preset's.
     used = sum(1 for c in brief.candidates if c.status != "candidate") + len(
         brief.failed_sources
     )

@@ -332,7 +332,7 @@ class DjangoStore:
                         metadata=_candidate_metadata(candidate),
                     )
                 else:
-                    _add_search_rank(source, candidate.rank)
+                    _add_search_rank(source, candidate.rank, step_id=step_id)
                 recorded.append(source)
             self._finish_step(
                 step_id,
@@ -517,12 +517,17 @@ def _step_record(step: ResearchStep) -> StepRecord:
     )
 
 
-def _add_search_rank(source: ResearchSource, rank: int) -> None:
-    """Record that one more search returned ``source``, at ``rank``."""
+def _add_search_rank(source: ResearchSource, rank: int, *, step_id: str) -> None:
+    """Record that one more search returned ``source``, at ``rank`` (once per search step,
+    so a retried search is not counted twice)."""
     metadata = dict(source.metadata or {})
+    steps = [str(step) for step in metadata.get("ranked_by_steps", [])]
     ranks = list(metadata.get("search_ranks") or [metadata.get("rank", rank)])
+    if str(step_id) in steps or str(source.discovered_by_step_id) == str(step_id):
+        return
     if len(ranks) < SEARCH_RANKS_KEPT:
         metadata["search_ranks"] = [*ranks, rank]
+        metadata["ranked_by_steps"] = [*steps, str(step_id)]
         source.metadata = metadata
         source.save(update_fields=["metadata", "updated_at"])
 

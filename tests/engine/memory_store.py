@@ -63,6 +63,8 @@ class MemoryStore:
         )
         self.steps: dict[str, StepRecord] = {}
         self.sources: dict[str, SourceRecord] = {}
+        # (source id, search step id): a retried search records its ranks once.
+        self.ranked: set[tuple[str, str]] = set()
         self.snapshots: dict[str, SourceDocument] = {}
         self.evidence: dict[str, Evidence] = {}
         self.out_of_scope: set[str] = set()
@@ -289,10 +291,13 @@ class MemoryStore:
                     snippet=candidate.snippet,
                     search_ranks=[candidate.rank],
                 )
-            elif len(existing.search_ranks) < SEARCH_RANKS_KEPT:
+            elif (existing.id, step_id) not in self.ranked and (
+                len(existing.search_ranks) < SEARCH_RANKS_KEPT
+            ):
                 existing = existing.model_copy(
                     update={"search_ranks": [*existing.search_ranks, candidate.rank]}
                 )
+            self.ranked.add((existing.id, step_id))
             self.sources[existing.id] = existing
             recorded.append(existing)
         self.steps[step_id] = self.steps[step_id].model_copy(

@@ -123,6 +123,20 @@ def test_retried_search_never_duplicates_sources(store, run):
     assert ResearchStep.objects.get(pk=step.id).status == "succeeded"
 
 
+def test_every_search_that_returns_a_source_records_its_rank_once(store, run):
+    urls = ("https://stats.example.org/heat", "https://news.example.com/a")
+    first = store.begin_step(str(run.pk), kind="search", dedupe_key="search:q1")
+    store.record_candidates(str(run.pk), step_id=first.id, candidates=candidates(*urls))
+    second = store.begin_step(str(run.pk), kind="search", dedupe_key="search:q2")
+    for _ in range(2):  # a retried search is still one search
+        store.record_candidates(
+            str(run.pk), step_id=second.id, candidates=candidates(urls[1], urls[0])
+        )
+    ranks = {s.url: s.search_ranks for s in store.list_sources(str(run.pk))}
+    assert ranks[urls[0]] == [1, 2]
+    assert ranks[urls[1]] == [2, 1]
+
+
 def test_search_output_is_stored_with_the_step_and_read_back(store, run):
     step = store.begin_step(str(run.pk), kind="search", dedupe_key="search:q")
     output = {"results": 3, "kept": 1, "dropped": {"private address not allowed": 2}}
