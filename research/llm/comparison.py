@@ -96,7 +96,7 @@ def _trailing_scope(text: str) -> tuple[str, str]:
 
 
 def _shared_tail(a: str, b: str) -> tuple[str, str]:
-    """ "Route 9 vs Route 2 ridership": when the first side is only a name, lower-case words
+    """ "Model A vs Model B battery life": when the first side is only a name, lower-case words
     after the second name are what both are compared on."""
     if any(word[:1].islower() for word in a.split()):
         return b, ""

@@ -77,10 +77,10 @@ class Decomposition:
 class Subject:
     """What a question's first part is about, for resolving references in its later parts.
 
-    ``entity`` is the thing ("the Lisbon tram line 14 extension") that "it"/"its" and a bare
-    follow-up ("is phosphorus the main driver?") point to; ``measure`` is what "that" stands for
-    in "how does that compare" ("the number of weekday boardings of the … extension");
-    ``context`` anchors a follow-up that names neither ("how much was paid out in total").
+    ``entity`` is the thing ("the new harbour bridge") that "it"/"its" and a bare follow-up
+    ("is wind the main load?") point to; ``measure`` is what "that" stands for in "how does that
+    compare" ("the length of the main span of the … bridge"); ``context`` anchors a follow-up
+    that names neither ("how much did it cost in total").
     """
 
     entity: str
@@ -101,9 +101,9 @@ def _cut_at_verb(words: list[str]) -> list[str]:
 def find_subject(first_part: str) -> Subject:
     """What the first part of a question is about.
 
-    "What is CRISPR" → CRISPR; "How many weekday boardings does the X extension have" → the X
-    extension, measured as "the number of weekday boardings of the X extension"; "How long did
-    the 2023 drought last" → the 2023 drought; "Which grant rules change in 2024" → grant rules.
+    "What is CRISPR" → CRISPR; "How many visitors does the X museum have" → the X museum,
+    measured as "the number of visitors of the X museum"; "How long did the 1998 strike last"
+    → the 1998 strike; "Which tax rules change in 2027" → tax rules.
     """
     text = _clean(first_part)
     quantity = re.match(
