@@ -437,7 +437,13 @@ def _score_question(
     page: _Page, question: QuestionText
 ) -> tuple[dict[int, float], dict[int, float]]:
     """How well each passage answers ``question`` (relevance, 0–1) and the order to pick them
-    in (the same scores); passages below the floors are left out."""
+    in; passages below the floors are left out.
+
+    Relevance is the page-independent part of the score (coverage, proximity, heading, shape,
+    penalties) rescaled to 0–1: the engine compares it across pages (0.5 answers), and BM25
+    normalised by the page's best would give every page's best passage the same lift however
+    little it says. The order adds the BM25 component.
+    """
     query, focus = question_terms(question.text, page.topic_terms)
     if not query:
         return {}, {}
@@ -448,6 +454,7 @@ def _score_question(
     answer_types = {term: shape for term, shape in answer_type_terms(question.text).items()}
     about_publication = bool(_ABOUT_PUBLICATION & query.keys())
     relevance: dict[int, float] = {}
+    lift: dict[int, float] = {}
     for position, index in enumerate(page.usable):
         segment = page.segments[index]
         passage = page.passage(index)
@@ -458,19 +465,20 @@ def _score_question(
         value = _passage_score(page, index, query, focus, kind, answer_types)
         if shape is not None and (segment.kind == "code" or _shaped(shape, kind, page, index)):
             value += W_SHAPE
-        value += W_BM25 * (float(raw[position]) / top if top > 0 else 0.0)
         value -= _penalty(passage) if segment.kind != "code" else 0.0
         if _points_back(segment, page.text) and not _joins_previous(
             page.segments, index, page.text
         ):
             # "The same goes for the cost." means little without what came before.
             value -= DANGLING_PENALTY
+        value = min(1.0, value / (1 - W_BM25))
         if value >= MIN_RELEVANCE:
-            relevance[index] = min(1.0, value)
+            relevance[index] = value
+            lift[index] = W_BM25 * (float(raw[position]) / top if top > 0 else 0.0)
     _follow_announcements(page, relevance, procedure=kind.kind == "procedure")
     best = max(relevance.values(), default=0.0)
     kept = {i: v for i, v in relevance.items() if v >= RELATIVE_FLOOR * best}
-    return kept, dict(kept)
+    return kept, {i: (1 - W_BM25) * v + lift.get(i, 0.0) for i, v in kept.items()}
 
 
 def _shaped(shape: re.Pattern[str], kind: QuestionKind, page: _Page, index: int) -> bool:
