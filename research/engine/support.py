@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
 
-from research.engine.text import MONTHS
+from research.engine.text import MONTHS, STOP_WORDS, stem, word_set
 from research.engine.text import fold as _fold
 
 # A statement must share at least this share of its content words with its excerpts. A
@@ -342,16 +342,10 @@ def _check_numbers(statement: str, excerpts: str) -> Check:
 # --- words ------------------------------------------------------------------------------------
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
-# English function words: they carry no subject, so overlap is measured without them.
-_FUNCTION_WORDS_TEXT = """a about above after again against all also am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    one ones may might must shall also per via upon whether either neither yet still"""
-_FUNCTION_WORDS = frozenset(_FUNCTION_WORDS_TEXT.split())
+# Words that carry no subject, so overlap is measured without them: text matching's stop words
+# (engine/text.py) and the hedges and counters "may", "might", "one(s)" and "still", which a
+# paraphrase adds or drops freely. Text matching keeps those, since "May" is also a month.
+_FUNCTION_WORDS = STOP_WORDS | word_set("may might one ones still")
 # Bounds written with "no": "no more than 20" says "at most 20", it negates nothing.
 _BOUND = re.compile(
     r"\bno\s+(?:more|less|fewer|later|earlier|greater|longer|shorter|sooner|higher|lower|"
@@ -386,31 +380,10 @@ def _words(text: str) -> list[str]:
     return [word.replace("’", "'") for word in _WORD.findall(_fold(text))]
 
 
-def _stem(word: str) -> str:
-    """A light stem, enough to meet a paraphrase that inflects differently."""
-    for suffix in (
-        "ations",
-        "ation",
-        "ingly",
-        "ings",
-        "ing",
-        "edly",
-        "ies",
-        "ied",
-        "ed",
-        "es",
-        "s",
-        "ly",
-    ):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
 def content_words(text: str) -> set[str]:
-    """The content words of ``text``, lightly stemmed: no function words, no numbers."""
+    """The content words of ``text``, stemmed (Snowball English): no function words, no numbers."""
     return {
-        _stem(word)
+        stem(word)
         for word in _words(text)
         if word not in _FUNCTION_WORDS and len(word) > 2 and not word.isdigit()
     }
@@ -459,10 +432,10 @@ def _sentence_polarity(words: list[str], negated: set[str], plain: set[str]) -> 
             continue  # "no longer": the negation goes on to the next word
         content = word not in _FUNCTION_WORDS and len(word) > 2 and not word.isdigit()
         if content and reach:
-            negated.add(_stem(word))
+            negated.add(stem(word))
             reach = 0
         elif content:
-            plain.add(_stem(word))
+            plain.add(stem(word))
         elif reach:
             reach -= 1
 
@@ -491,7 +464,7 @@ def _context_tokens(text: str) -> list[str]:
     """Words that can stand next to a comparison word: content words (stemmed), numbers and
     the comparison words themselves."""
     return [
-        word if word in _COMPARATIVES or word.isdigit() else _stem(word)
+        word if word in _COMPARATIVES or word.isdigit() else stem(word)
         for word in _words(text)
         if word in _COMPARATIVES
         or word.isdigit()

@@ -1,14 +1,21 @@
 """Text normalisation shared by the engine, the extractive backend and the date reader of
 research/sources: folding, the English month names, and terms — the one stop-word list, the
-light stemmer and the tokens text is matched by."""
+Snowball English stemmer and the tokens text is matched by."""
 
+import functools
 import re
+import threading
 import unicodedata
+
+import snowballstemmer
 
 
 def fold(text: str) -> str:
     """``text`` in matching form: compatibility-decomposed (NFKD), accents (combining marks)
     dropped and case-folded — "Électricité" and "electricite" fold alike."""
+    if text.isascii():
+        # ASCII has nothing to decompose or drop; this path keeps folding a long page cheap.
+        return text.casefold()
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
 
@@ -79,52 +86,25 @@ QUESTION_FILLER = word_set(
 )
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?")
-_VOWELS = set("aeiouy")
+# The Snowball English stemmer (Porter2), from the Snowball project's own package
+# (docs/dependencies.md). One instance keeps its state while it stems a word, so calls are
+# serialised; the cache below makes them rare.
+_ENGLISH = snowballstemmer.stemmer("english")
+_ENGLISH_LOCK = threading.Lock()
+# Distinct words stemmed in one process stay well under this (a long run reads a few hundred
+# pages; English prose of that size has some tens of thousands of distinct word forms), so
+# every word is stemmed once and the cache stays a few megabytes.
+_STEM_CACHE_SIZE = 200_000
 
 
+@functools.lru_cache(maxsize=_STEM_CACHE_SIZE)
 def stem(word: str) -> str:
-    """A light English suffix stripper: enough for "running"/"runs"/"run" and "costs"/"cost"
-    to meet, cautious enough to leave short words and names alone."""
-    if len(word) <= 3 or not word.isalpha():
+    """The Snowball English stem of a folded word: "running"/"runs"/"run" and "caused"/"cause"
+    meet, "news" stays "news". Numbers and words with an apostrophe are kept as they are."""
+    if not word.isalpha():
         return word
-    for suffix, replacement in (
-        ("ies", "y"),
-        ("ied", "y"),
-        ("sses", "ss"),
-        ("ness", ""),
-        ("ations", ""),
-        ("ation", ""),
-        ("ances", ""),
-        ("ance", ""),
-        ("ments", "ment"),
-        ("ings", ""),
-        ("ing", ""),
-        ("edly", ""),
-        ("ed", ""),
-        ("ly", ""),
-        ("es", "e"),
-        ("s", ""),
-    ):
-        if not word.endswith(suffix):
-            continue
-        if suffix == "ly" and (word.endswith("ply") or word[-3] in "ai" or len(word) < 6):
-            # apply, supply and reply are verbs, family and Italy nouns, early an adverb
-            # with no shorter form.
-            continue
-        base = word[: len(word) - len(suffix)] + replacement
-        if suffix == "s" and word.endswith(("ss", "us", "is")):
-            return word
-        if len(base) < 3 or not (_VOWELS & set(base)):
-            return word
-        if suffix.startswith(("ation", "ance")) and len(base) < 5:
-            # "station", "nation", "balance" are words of their own, not derived forms.
-            return word
-        doubled = len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz"
-        if suffix in ("ing", "ings", "ed", "edly") and doubled:
-            # running -> runn -> run; "ll"/"ss"/"zz" stay (falling -> fall)
-            base = base[:-1]
-        return base
-    return word
+    with _ENGLISH_LOCK:
+        return _ENGLISH.stemWord(word)
 
 
 def tokens(text: str) -> list[str]:

@@ -45,11 +45,18 @@ def test_details_announced_by_a_relevant_sentence_are_quoted_too() -> None:
     assert any("$8.40" in passage for passage in chosen)
 
 
-def test_stemming_keeps_verbs_ending_in_ply() -> None:
-    from research.engine.text import stem
+def test_the_stemmer_is_snowball_english_so_inflections_meet_and_words_stay_apart() -> None:
+    from research.engine.text import content_terms, stem
 
-    assert {stem(w) for w in ("apply", "applies", "applied", "applying")} == {"apply"}
-    assert stem("supply") == "supply" and stem("quickly") == "quick"
+    def meet(*words: str) -> bool:
+        return len({stem(word) for word in words}) == 1
+
+    assert meet("running", "runs", "run") and meet("costs", "cost")
+    assert meet("caused", "cause", "causes") and meet("apply", "applies", "applied", "applying")
+    assert stem("news") == "news" != stem("new")
+    assert stem("supply") != stem("apply") and stem("quickly") == "quick"
+    # Numbers and folded accents pass through the same path as words.
+    assert content_terms("Électricité costs rose 2,500") == ["electricit", "cost", "rose", "2500"]
 
 
 def test_a_short_value_block_after_a_relevant_description_is_quoted_too() -> None:

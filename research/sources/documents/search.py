@@ -16,25 +16,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import bm25s
-from bm25s.stopwords import STOPWORDS_EN
 
 from research.engine.contracts import SearchCandidate, SourceDocument
-from research.engine.text import fold
+from research.engine.text import content_terms
 
 # About two paragraphs: long enough to carry a claim and its context, short enough that a
 # passage's score says something about that claim and not about the whole chapter.
 PASSAGE_CHARS = 1200
-_WORD = re.compile(r"\w+")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
-_STOPWORDS = frozenset(STOPWORDS_EN)
 
 
 def terms(text: str) -> list[str]:
-    """The folded words of ``text`` that carry meaning (English stop words left out)."""
-    # ASCII text has nothing to decompose or strip, so folding it is case-folding; most
-    # documents are ASCII, and the character-by-character fold would dominate indexing.
-    folded = text.casefold() if text.isascii() else fold(text)
-    return [w for w in _WORD.findall(folded) if w not in _STOPWORDS and len(w) > 1]
+    """The terms of ``text`` that carry meaning, as the engine matches them (folded, stop words
+    left out, Snowball-stemmed: engine/text.py), so "costs" finds a passage about the cost."""
+    return content_terms(text)
 
 
 @dataclass(frozen=True)
