@@ -55,7 +55,10 @@ from research.engine.text import stem
 from research.llm.text import (
     Segment,
     content_terms,
+    excerpt_span,
     find_abbreviations,
+    joins_previous,
+    points_back,
     segment_blocks,
     segment_text,
 )
@@ -109,12 +112,6 @@ SHORT_PENALTY = 0.1
 META_PENALTY = 0.2
 DANGLING_PENALTY = 0.15
 
-# Sentences that start by pointing back ("This…", "It…") read better with the sentence before.
-_ANAPHORIC_START = re.compile(
-    r"^(?:this|that|these|those|it|its|they|their|such|he|she|however|but|also|both|"
-    r"the latter|the former|the same)\b",
-    re.IGNORECASE,
-)
 # Sentences about the document rather than the world ("This page summarises…").
 _META = re.compile(
     r"^(?:this|the)\s+(?:page|article|note|report|section|document|post|paper|summary|chapter)\s+"
@@ -239,43 +236,6 @@ def min_cover_proximity(positions: dict[str, list[int]], query: Iterable[str]) -
                 del counts[first]
             left += 1
     return (len(found) - 1) / (best - 1) if best > 1 else 1.0
-
-
-def _points_back(segment: Segment, text: str) -> bool:
-    return segment.kind == "sentence" and bool(
-        _ANAPHORIC_START.match(text[segment.start : segment.end])
-    )
-
-
-def _joins_previous(segments: Sequence[Segment], index: int, text: str) -> bool:
-    """Whether a sentence that points back can be quoted with the sentence before it."""
-    segment = segments[index]
-    if index == 0 or not _points_back(segment, text):
-        return False
-    previous = segments[index - 1]
-    return (
-        previous.kind == "sentence"
-        and previous.paragraph == segment.paragraph
-        and segment.end - previous.start <= EXCERPT_MAX_CHARS
-    )
-
-
-def _excerpt_span(segments: Sequence[Segment], index: int, text: str) -> tuple[int, int]:
-    """The span to quote for a segment: the segment itself, joined to the sentence before when
-    it opens by pointing back, and cut at a clause boundary when it is too long."""
-    segment = segments[index]
-    start, end = segment.start, segment.end
-    if _joins_previous(segments, index, text):
-        start = segments[index - 1].start
-    if end - start > EXCERPT_MAX_CHARS:
-        window = text[start : start + EXCERPT_MAX_CHARS]
-        cut = max(window.rfind("; "), window.rfind(", "), window.rfind("\n"))
-        if cut < EXCERPT_MAX_CHARS // 2:
-            cut = window.rfind(" ")
-        end = start + (cut if cut > 0 else EXCERPT_MAX_CHARS)
-        while end > start and text[end - 1] in " ,;\n\t":
-            end -= 1
-    return start, end
 
 
 # A sentence that announces what follows ("They take effect in three steps:", "the changes
@@ -466,7 +426,7 @@ def _score_question(
         if shape is not None and (segment.kind == "code" or _shaped(shape, kind, page, index)):
             value += W_SHAPE
         value -= _penalty(passage) if segment.kind != "code" else 0.0
-        if _points_back(segment, page.text) and not _joins_previous(
+        if points_back(segment, page.text) and not joins_previous(
             page.segments, index, page.text
         ):
             # "The same goes for the cost." means little without what came before.
@@ -588,7 +548,7 @@ def select_passages(
             or index in picks.get(q.id, [])
         ]
         best = max(relevance.get((qid, index), 0.0) for qid in related)
-        start, end = _excerpt_span(segments, index, text)
+        start, end = excerpt_span(segments, index, text)
         passages.append(Passage(start, end, tuple(related), best, 0.0))
     merged = _merge_overlaps(passages)
     ranked = sorted(merged, key=lambda p: (-p.relevance, p.start))
