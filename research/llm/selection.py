@@ -55,7 +55,10 @@ from research.engine.text import stem
 from research.llm.text import (
     Segment,
     content_terms,
+    excerpt_span,
     find_abbreviations,
+    joins_previous,
+    points_back,
     segment_blocks,
     segment_text,
 )
@@ -109,12 +112,6 @@ SHORT_PENALTY = 0.1
 META_PENALTY = 0.2
 DANGLING_PENALTY = 0.15
 
-# Sentences that start by pointing back ("This…", "It…") read better with the sentence before.
-_ANAPHORIC_START = re.compile(
-    r"^(?:this|that|these|those|it|its|they|their|such|he|she|however|but|also|both|"
-    r"the latter|the former|the same)\b",
-    re.IGNORECASE,
-)
 # Sentences about the document rather than the world ("This page summarises…").
 _META = re.compile(
     r"^(?:this|the)\s+(?:page|article|note|report|section|document|post|paper|summary|chapter)\s+"
@@ -239,43 +236,6 @@ def min_cover_proximity(positions: dict[str, list[int]], query: Iterable[str]) -
                 del counts[first]
             left += 1
     return (len(found) - 1) / (best - 1) if best > 1 else 1.0
-
-
-def _points_back(segment: Segment, text: str) -> bool:
-    return segment.kind == "sentence" and bool(
-        _ANAPHORIC_START.match(text[segment.start : segment.end])
-    )
-
-
-def _joins_previous(segments: Sequence[Segment], index: int, text: str) -> bool:
-    """Whether a sentence that points back can be quoted with the sentence before it."""
-    segment = segments[index]
-    if index == 0 or not _points_back(segment, text):
-        return False
-    previous = segments[index - 1]
-    return (
-        previous.kind == "sentence"
-        and previous.paragraph == segment.paragraph
-        and segment.end - previous.start <= EXCERPT_MAX_CHARS
-    )
-
-
-def _excerpt_span(segments: Sequence[Segment], index: int, text: str) -> tuple[int, int]:
-    """The span to quote for a segment: the segment itself, joined to the sentence before when
-    it opens by pointing back, and cut at a clause boundary when it is too long."""
-    segment = segments[index]
-    start, end = segment.start, segment.end
-    if _joins_previous(segments, index, text):
-        start = segments[index - 1].start
-    if end - start > EXCERPT_MAX_CHARS:
-        window = text[start : start + EXCERPT_MAX_CHARS]
-        cut = max(window.rfind("; "), window.rfind(", "), window.rfind("\n"))
-        if cut < EXCERPT_MAX_CHARS // 2:
-            cut = window.rfind(" ")
-        end = start + (cut if cut > 0 else EXCERPT_MAX_CHARS)
-        while end > start and text[end - 1] in " ,;\n\t":
-            end -= 1
-    return start, end
 
 
 # A sentence that announces what follows ("They take effect in three steps:", "the changes
@@ -437,7 +397,13 @@ def _score_question(
     page: _Page, question: QuestionText
 ) -> tuple[dict[int, float], dict[int, float]]:
     """How well each passage answers ``question`` (relevance, 0–1) and the order to pick them
-    in (the same scores); passages below the floors are left out."""
+    in; passages below the floors are left out.
+
+    Relevance is the page-independent part of the score (coverage, proximity, heading, shape,
+    penalties) rescaled to 0–1: the engine compares it across pages (0.5 answers), and BM25
+    normalised by the page's best would give every page's best passage the same lift however
+    little it says. The order adds the BM25 component.
+    """
     query, focus = question_terms(question.text, page.topic_terms)
     if not query:
         return {}, {}
@@ -448,6 +414,7 @@ def _score_question(
     answer_types = {term: shape for term, shape in answer_type_terms(question.text).items()}
     about_publication = bool(_ABOUT_PUBLICATION & query.keys())
     relevance: dict[int, float] = {}
+    lift: dict[int, float] = {}
     for position, index in enumerate(page.usable):
         segment = page.segments[index]
         passage = page.passage(index)
@@ -458,19 +425,20 @@ def _score_question(
         value = _passage_score(page, index, query, focus, kind, answer_types)
         if shape is not None and (segment.kind == "code" or _shaped(shape, kind, page, index)):
             value += W_SHAPE
-        value += W_BM25 * (float(raw[position]) / top if top > 0 else 0.0)
         value -= _penalty(passage) if segment.kind != "code" else 0.0
-        if _points_back(segment, page.text) and not _joins_previous(
+        if points_back(segment, page.text) and not joins_previous(
             page.segments, index, page.text
         ):
             # "The same goes for the cost." means little without what came before.
             value -= DANGLING_PENALTY
+        value = min(1.0, value / (1 - W_BM25))
         if value >= MIN_RELEVANCE:
-            relevance[index] = min(1.0, value)
+            relevance[index] = value
+            lift[index] = W_BM25 * (float(raw[position]) / top if top > 0 else 0.0)
     _follow_announcements(page, relevance, procedure=kind.kind == "procedure")
     best = max(relevance.values(), default=0.0)
     kept = {i: v for i, v in relevance.items() if v >= RELATIVE_FLOOR * best}
-    return kept, dict(kept)
+    return kept, {i: (1 - W_BM25) * v + lift.get(i, 0.0) for i, v in kept.items()}
 
 
 def _shaped(shape: re.Pattern[str], kind: QuestionKind, page: _Page, index: int) -> bool:
@@ -580,7 +548,7 @@ def select_passages(
             or index in picks.get(q.id, [])
         ]
         best = max(relevance.get((qid, index), 0.0) for qid in related)
-        start, end = _excerpt_span(segments, index, text)
+        start, end = excerpt_span(segments, index, text)
         passages.append(Passage(start, end, tuple(related), best, 0.0))
     merged = _merge_overlaps(passages)
     ranked = sorted(merged, key=lambda p: (-p.relevance, p.start))

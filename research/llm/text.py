@@ -7,6 +7,8 @@ the snapshot it was given, so it verifies against the stored snapshot by constru
 snapshot's block map (:func:`segment_blocks`) no segment runs from one block into the next,
 except a table, which is quoted as its rows and cells with the breaks between them; without one
 (PDF pages, plain text) the structure is read from the lines (:func:`segment_text`).
+:func:`excerpt_span` gives the span to quote for a segment: joined to the sentence before when
+it points back, cut at a clause boundary when too long; a code block is never cut or joined.
 """
 
 import re
@@ -14,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from research.engine.contracts import Block
+from research.engine.contracts import EXCERPT_MAX_CHARS, Block
 from research.engine.text import STOP_WORDS, content_terms, fold, word_set
 
 # --------------------------------------------------------------------------------------------
@@ -329,3 +331,53 @@ def find_abbreviations(text: str) -> dict[str, frozenset[str]]:
                 found[fold(abbreviation)] = frozenset(content_terms(" ".join(candidate)))
                 break
     return found
+
+
+# --------------------------------------------------------------------------------------------
+# Excerpt spans
+# --------------------------------------------------------------------------------------------
+
+# Sentences that start by pointing back ("This…", "It…") read better with the sentence before.
+ANAPHORIC_START = re.compile(
+    r"^(?:this|that|these|those|it|its|they|their|such|he|she|however|but|also|both|"
+    r"the latter|the former|the same)\b",
+    re.IGNORECASE,
+)
+
+
+def points_back(segment: Segment, text: str) -> bool:
+    """Whether a sentence opens by pointing back ("This…", "It…") to what came before."""
+    return segment.kind == "sentence" and bool(
+        ANAPHORIC_START.match(text[segment.start : segment.end])
+    )
+
+
+def joins_previous(segments: Sequence[Segment], index: int, text: str) -> bool:
+    """Whether a sentence that points back can be quoted with the sentence before it."""
+    segment = segments[index]
+    if index == 0 or not points_back(segment, text):
+        return False
+    previous = segments[index - 1]
+    return (
+        previous.kind == "sentence"
+        and previous.paragraph == segment.paragraph
+        and segment.end - previous.start <= EXCERPT_MAX_CHARS
+    )
+
+
+def excerpt_span(segments: Sequence[Segment], index: int, text: str) -> tuple[int, int]:
+    """The span to quote for a segment: the segment itself, joined to the sentence before when
+    it opens by pointing back, and cut at a clause boundary when it is too long."""
+    segment = segments[index]
+    start, end = segment.start, segment.end
+    if joins_previous(segments, index, text):
+        start = segments[index - 1].start
+    if end - start > EXCERPT_MAX_CHARS:
+        window = text[start : start + EXCERPT_MAX_CHARS]
+        cut = max(window.rfind("; "), window.rfind(", "), window.rfind("\n"))
+        if cut < EXCERPT_MAX_CHARS // 2:
+            cut = window.rfind(" ")
+        end = start + (cut if cut > 0 else EXCERPT_MAX_CHARS)
+        while end > start and text[end - 1] in " ,;\n\t":
+            end -= 1
+    return start, end
