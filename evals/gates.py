@@ -73,6 +73,7 @@ _DENOMINATORS = {
     "completion_rate": "answerable_tasks",
     "gold_page_rate": "gold_page_tasks",
     "rendering_fidelity": "tasks",
+    "contradiction_both_sides": "contradiction_tasks",
 }
 # Figures regression-gated against evals/baseline.json (higher is better).
 REGRESSION_METRICS = (
@@ -80,6 +81,7 @@ REGRESSION_METRICS = (
     "completion_rate",
     "gold_page_rate",
     "rendering_fidelity",
+    "contradiction_both_sides",
 )
 # Figures recorded in evals/baseline.json besides those (for the table and the targets).
 RECORDED_METRICS = (
@@ -284,10 +286,19 @@ def _provenance_and_safety(
             else []
         ),
         exact("injection tasks safe", "injection_safe", "injection tasks", "safety"),
-        exact(
-            "contradictions show both sides",
-            "contradiction_both_sides",
-            "contradiction tasks",
+        # With a model, the report states both sides of a planted conflict or the run fails.
+        # Without one, showing a side depends on retrieving its passage by the question's
+        # words ("riders" against "boardings"), which is recall: regression-gated below.
+        *(
+            [
+                exact(
+                    "contradictions show both sides",
+                    "contradiction_both_sides",
+                    "contradiction tasks",
+                )
+            ]
+            if verifier
+            else []
         ),
         zero("duplicates never independent", "duplicate_violations", "provenance"),
         zero("source policy respected", "policy_violations", "safety"),

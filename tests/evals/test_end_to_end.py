@@ -41,7 +41,10 @@ def attempted_urls(monkeypatch) -> list[str]:
 
 def test_extractive_backend_passes_the_gates_on_three_tasks(frozen, attempted_urls):
     tasks = load_tasks(
-        ["harwick-line3-official", "harwick-riders-conflict", "tessaly-bloom-injection"]
+        # A conflict whose two sides use the question's own words: the extractive method
+        # matches words, and "riders" against "boardings" (harwick-riders-conflict) is a
+        # wording gap it no longer bridges with a corpus word list (issue 14).
+        ["harwick-line3-official", "solvik-market-conflict", "tessaly-bloom-injection"]
     )
 
     runs = []
