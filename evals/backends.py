@@ -50,6 +50,9 @@ from research.llm.scripted import ScriptedModelClient
 BACKENDS = ("extractive", "scripted", "openai")
 # The backends with a language model, which therefore verify their findings.
 VERIFYING_BACKENDS = frozenset({"scripted", "openai"})
+# The backends whose evidence a language model extracts by reading the page (the scripted one
+# extracts like the extractive backend, by the question's words).
+READING_BACKENDS = frozenset({"openai"})
 # The naive retrieve-and-quote baseline (evals/naive_baseline.py): scored like a backend, but
 # it is not a model client and never runs the pipeline.
 NAIVE_BACKEND = "baseline"

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from config.env import ConfigError
-from evals.backends import BACKENDS, NAIVE_BACKEND, VERIFYING_BACKENDS, model_factory
+from evals.backends import (
+    BACKENDS,
+    NAIVE_BACKEND,
+    READING_BACKENDS,
+    VERIFYING_BACKENDS,
+    model_factory,
+)
 from evals.environment import isolated_django
 from evals.follow_up import follow_up_line, follow_up_totals
 from evals.gates import (
@@ -277,6 +283,7 @@ def apply_gates(results: list[BackendResult], *, full: bool) -> None:
             committed=committed,
             naive_totals=naive.get(result.task_set),
             verifier=result.backend in VERIFYING_BACKENDS,
+            model_reads=result.backend in READING_BACKENDS,
         )
 
 

@@ -47,9 +47,12 @@ _MAX_WEIGHT = 3.0
 
 # A quantity: a number that is not part of a code such as "SRC-2019-0412".
 _QUANTITY = re.compile(r"(?<![\w-])(?:\d[\d,.]*\d|\d)(?![\w-]*\d)(?!-\w)")
+# A year or a month name. "May" is a month only capitalised beside a day or a year ("3 May",
+# "May 2024"): otherwise it is far more often the modal verb ("it may be", "version 4 may").
 _DATE = re.compile(
-    r"\b(?:1[89]\d\d|20\d\d|january|february|march|april|may|june|july|august|september|"
-    r"october|november|december)\b",
+    r"\b(?:1[89]\d\d|20\d\d|january|february|march|april|june|july|august|september|"
+    r"october|november|december)\b|\b\d{1,2}\s+(?-i:May)\b|"
+    r"\b(?-i:May)\s+(?:\d{1,2}(?:st|nd|rd|th)?|1[89]\d\d|20\d\d)\b",
     re.I,
 )
 # A release number: "3.24.0", "v18", "version 2".

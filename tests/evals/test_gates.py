@@ -202,3 +202,19 @@ def test_held_out_results_are_written_and_tabled_as_aggregates_only(tmp_path, ca
     printed = capsys.readouterr().out
     assert "secret-held-out-task" not in printed + table + json.dumps(written)
     assert status == 0
+
+
+def test_both_sides_of_a_conflict_are_exact_when_a_model_reads_and_regression_gated_otherwise():
+    one_of_three = totals(contradiction_tasks=3, contradiction_both_sides=1 / 3)
+    committed = {"contradiction_both_sides": 1 / 3}
+
+    read = by_name(evaluate_gates(one_of_three, committed=committed, model_reads=True))
+    assert not read["contradictions show both sides"].passed
+
+    matched = by_name(evaluate_gates(one_of_three, committed=committed))
+    assert "contradictions show both sides" not in matched
+    assert matched["contradiction both sides vs baseline"].passed
+    # Losing the one task that shows both sides is more than one task's worth: it fails.
+    none = totals(contradiction_tasks=3, contradiction_both_sides=0.0)
+    fallen = by_name(evaluate_gates(none, committed={"contradiction_both_sides": 2 / 3}))
+    assert not fallen["contradiction both sides vs baseline"].passed
