@@ -393,22 +393,27 @@ def _unanswered(question: str, quoted: list[Evidence], sources: dict[str, Source
     kind of value it asks for (a date, a version, a figure), or none — nor its source's title
     or address — names the subject the question names. Quoting loosely related passages is
     no answer, and the report says so instead of implying one."""
+    names = subject_names([question])
+
+    def said(item: Evidence) -> str:
+        source = sources.get(item.source_id)
+        where = f"{source.title} {source.url}" if source is not None else ""
+        return fold_name(f"{item.excerpt} {item.locator.heading or ''} {where}")
+
+    def names_subject(item: Evidence) -> bool:
+        return not names or any(name in said(item) for name in names)
+
     value = wanted_value(question)
+    # The value must stand in a quotation about the subject: a date in a passage about
+    # another product answers nothing about this one.
     if value and not any(
-        value[1].search(item.excerpt) or value[1].search(item.locator.heading or "")
+        (value[1].search(item.excerpt) or value[1].search(item.locator.heading or ""))
+        and names_subject(item)
         for item in quoted
     ):
         return f"No quoted excerpt states {value[0]} for: {question}"
-    names = subject_names([question])
-    if names:
-        seen = ""
-        for item in quoted:
-            source = sources.get(item.source_id)
-            seen += " " + fold_name(f"{item.excerpt} {item.locator.heading or ''}")
-            if source is not None:
-                seen += " " + fold_name(f"{source.title} {source.url}")
-        if not any(name in seen for name in names):
-            return f"No quoted excerpt or source names what the question asks about: {question}"
+    if names and not any(names_subject(item) for item in quoted):
+        return f"No quoted excerpt or source names what the question asks about: {question}"
     return ""
 
 

@@ -363,3 +363,15 @@ def test_code_extracted_for_two_questions_is_shown_under_the_usage_one():
 
     cited = {s.id: {e for x in s.statements for e in x.evidence_ids} for s in report.sections}
     assert cited == {"q1": {"e1"}, "q2": {"e2"}}
+
+
+def test_the_value_asked_for_must_stand_in_a_quotation_about_the_subject():
+    plan = make_plan("On what date was Zircon 4 released?")
+    evidence = [
+        make_evidence("e1", "Zircon 4 brings a new parser and faster builds.", "q1"),
+        make_evidence("e2", "Basalt 2 was released on 3 March 2022 with a new linker.", "q1"),
+    ]
+    report = ExtractiveModelClient().synthesize(synthesis_request(plan, evidence)).value
+    assert [gap.description for gap in report.gaps if gap.question_id == "q1"] == [
+        "No quoted excerpt states a date for: On what date was Zircon 4 released?"
+    ]
