@@ -111,14 +111,22 @@
   });
   // A flash that describes a moment ("the plan is being drafted") disappears once the run's
   // status has moved on from the one the page was loaded in.
+  // The only such flash is the one raised when a run is created; a run may already be past
+  // drafting when its page loads (an in-process worker drafts in a moment), and then the
+  // flash describes a moment that is over.
   var loadedStatus = null;
+  function removeTransientFlashes() {
+    document.querySelectorAll(".messages [data-transient]").forEach(function (el) { el.remove(); });
+  }
   function expireFlashes() {
     var header = document.getElementById("run-header");
     if (!header) { return; }
-    if (loadedStatus === null) { loadedStatus = header.dataset.status; return; }
-    if (header.dataset.status !== loadedStatus) {
-      document.querySelectorAll(".messages [data-transient]").forEach(function (el) { el.remove(); });
+    if (loadedStatus === null) {
+      loadedStatus = header.dataset.status;
+      if (loadedStatus !== "created" && loadedStatus !== "planning") { removeTransientFlashes(); }
+      return;
     }
+    if (header.dataset.status !== loadedStatus) { removeTransientFlashes(); }
   }
   document.addEventListener("DOMContentLoaded", expireFlashes);
   ["htmx:afterSettle", "htmx:oobAfterSwap", "htmx:wsAfterMessage"].forEach(function (name) {
