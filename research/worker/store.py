@@ -24,7 +24,6 @@ from django.utils import timezone
 
 from research import telemetry
 from research.engine.contracts import (
-    Block,
     Budget,
     Evidence,
     Report,
@@ -58,6 +57,7 @@ from research.lifecycle import steps_cancel_unfinished, transition
 from research.models import ResearchEvidence, ResearchRun, ResearchSource, ResearchStep
 from research.report_templates import template_sections
 from research.sources.documents.addresses import document_url_hash
+from research.worker.block_map import decode_blocks, encode_blocks
 from research.worker.leases import release_lease, renew_lease
 from research.worker.shutdown import SHUTTING_DOWN
 from research.worker.snapshots import snapshot_freeze
@@ -458,25 +458,6 @@ class DjangoStore:
             evidence_from_row(row)
             for row in ResearchEvidence.objects.filter(run_id=run_id, out_of_scope=False)
         ]
-
-
-def encode_blocks(blocks: Sequence[Block]) -> list[list[int | str]]:
-    """A block map in its stored form: ``[start, end, kind]``, plus ``1`` for a block after
-    left-out text. A page has thousands of blocks; field names in every entry would double
-    the size of the row."""
-    return [
-        [block.start, block.end, block.kind, *([1] if block.after_gap else [])] for block in blocks
-    ]
-
-
-def decode_blocks(stored: Sequence[Sequence[Any]] | None) -> list[Block]:
-    """The stored block map as contracts (see :func:`encode_blocks`)."""
-    return [
-        Block(
-            start=entry[0], end=entry[1], kind=entry[2], after_gap=len(entry) > 3 and bool(entry[3])
-        )
-        for entry in stored or ()
-    ]
 
 
 def _merged_metadata(source_id: str, document: SourceDocument) -> dict:
