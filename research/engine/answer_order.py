@@ -78,7 +78,7 @@ def comparison_sides(question: str) -> tuple[str, str] | None:
         if not match:
             continue
         a, b = _side(match.group("a")), _side(match.group("b"))
-        terms_a, terms_b = set(content_terms(a)), set(content_terms(b))
+        terms_a, terms_b = set(content_terms(a, parts=False)), set(content_terms(b, parts=False))
         if terms_a - terms_b and terms_b - terms_a:
             return a, b
     return None
@@ -88,8 +88,8 @@ def names_side(said: str, side: str, other: str) -> bool:
     """Whether text saying ``said`` names ``side`` of a comparison with ``other``: it has the
     side's own content words (those the other side lacks), all of them for a side of one or
     two such words, most of them for a longer one."""
-    own = set(content_terms(side)) - set(content_terms(other))
-    found = own & set(content_terms(said))
+    own = set(content_terms(side, parts=False)) - set(content_terms(other, parts=False))
+    found = own & set(content_terms(said, parts=False))
     needed = len(own) if len(own) <= _ALL_TERMS_UP_TO else len(own) // 2 + 1
     return bool(own) and len(found) >= needed
 

@@ -25,6 +25,7 @@ from research.engine.text import (
     STOP_WORDS,
     content_terms,
     fold,
+    name_part_terms,
     stem,
     tokens,
     word_set,
@@ -41,6 +42,11 @@ _ANSWER_BONUS = 0.15
 _ABSENT_WEIGHT = 1.0
 # Names say whom a question is about, and the page was found for them: they weigh half.
 _NAME_SCALE = 0.5
+# A word the question has only inside a compound code name ("listen" of "setMaxListeners")
+# weighs half a word of its own, times any name scale: the whole name is what was asked, and
+# a part is shared with other names ("max" of "max_buffer"), yet prose about the name speaks
+# of it by its parts ("more than 10 listeners").
+_NAME_PART_SCALE = 0.5
 # Clipping of the idf: no single rare word decides everything, no common one counts for nothing.
 _MIN_WEIGHT = 0.3
 _MAX_WEIGHT = 3.0
@@ -319,16 +325,17 @@ def jaccard(first: Collection[str], second: Collection[str]) -> float:
 
 
 def entity_terms(question: str) -> frozenset[str]:
-    """Terms of the capitalised names in a question ("Lisbon Tram", "CRISPR"), except its
-    first word, whose capital says nothing."""
-    names = re.findall(r"(?<=[\w,;:()'\"] )[A-Z][\w'-]*", question)
+    """Terms of the capitalised names in a question ("Lisbon Tram", "CRISPR", "Node.js"),
+    except its first word, whose capital says nothing."""
+    names = re.findall(r"(?<=[\w,;:()'\"] )[A-Z][\w'-]*(?:\.[a-z]\w*)*", question)
     return frozenset(term for name in names for term in content_terms(name))
 
 
 def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str, float], set[str]]:
     """The weighted terms of a question and its focus.
 
-    Names weigh half (they say what the question is about, and the page was found for them);
+    Names weigh half (they say what the question is about, and the page was found for them),
+    and so do the parts of a compound code name ("listen" of "setMaxListeners");
     how much any other word counts is left to its inverse document frequency where the terms
     are matched. The focus is what the question asks about that is no name, no word naming
     the kind of answer, no number nor the topic of the page: a passage mentioning some of it
@@ -339,7 +346,11 @@ def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str
     names = entity_terms(question)
     answer_types = answer_type_terms(question)
     sequence = content_terms(question, drop=QUESTION_FILLER)
-    query = {term: (_NAME_SCALE if term in names else 1.0) for term in sequence}
+    parts = name_part_terms(question, drop=QUESTION_FILLER)
+    query = {
+        term: (_NAME_SCALE if term in names else 1.0) * (_NAME_PART_SCALE if term in parts else 1.0)
+        for term in sequence
+    }
     # Words in a row, with no stop word between them: "battery energy losses".
     adjacent = [
         stem(token) if token not in STOP_WORDS and token not in QUESTION_FILLER else None

@@ -6,6 +6,8 @@ import functools
 import re
 import threading
 import unicodedata
+from collections.abc import Sequence
+from typing import Any
 
 import snowballstemmer
 
@@ -119,14 +121,96 @@ def tokens(text: str) -> list[str]:
     return found
 
 
-def content_terms(text: str, *, drop: frozenset[str] = frozenset()) -> list[str]:
-    """Stemmed content terms of ``text`` in order: stop words and ``drop`` words removed."""
-    terms = []
-    for token in tokens(text):
-        if token in STOP_WORDS or token in drop or (len(token) == 1 and not token.isdigit()):
+# A name written the way code writes it: words joined by "_", "." or "::" ("max_buffer",
+# "child_process.exec", "std::vector"), or run together in camelCase or PascalCase
+# ("setMaxListeners", "MaxListenersExceededWarning"). Each joined word starts with a letter,
+# so a version ("3.11") or a number is no name, and one after a dot with a small letter, so
+# two sentences run together ("end.The") are none either. Run together, a capital follows a
+# small letter ("setMax") or a run of capitals meets a word ("HTTPServer"); a plural of
+# capitals ("URLs", "APIs") is one word.
+_IDENTIFIER = re.compile(
+    r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:(?:_+|::)[A-Za-z][A-Za-z0-9]*|\.[a-z][A-Za-z0-9]*)+"
+    r"|(?<![\w.])[A-Za-z]*(?:[a-z][A-Z]|[A-Z]{2}[a-z]{2})[A-Za-z0-9]*"
+)
+# The words of one joined piece: a run of capitals before a capitalised word ("HTTP" in
+# "HTTPServer"), a capitalised or lower-case word, a run of capitals, a number.
+_CASE_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+# A part shorter than this is an initial ("i" of "iPhone", "e" and "g" of "e.g"), no word.
+_PART_MIN_CHARS = 2
+# A name splits only into at least this many words: "e.g" or "x_axis" are no compound names.
+_PARTS_OF_A_NAME = 2
+
+
+def _name_parts(name: str) -> list[str]:
+    """The folded words of a compound name: "setMaxListeners" → set, max, listeners."""
+    return [
+        fold(word)
+        for piece in re.split(r"_+|\.|::", name)
+        for word in _CASE_WORD.findall(piece)
+        if len(word) >= _PART_MIN_CHARS and not word.isdigit()
+    ]
+
+
+def _term_of(token: str, drop: frozenset[str]) -> str | None:
+    if token in STOP_WORDS or token in drop or (len(token) == 1 and not token.isdigit()):
+        return None
+    return stem(token)
+
+
+def _terms_and_parts(text: str, drop: frozenset[str]) -> tuple[list[str], set[str]]:
+    """The content terms of ``text`` in order, and those that stand in it only as a part of a
+    compound name. A name gives its whole (folded; "max_buffer") and then its parts, the
+    identifier splitting of code search (Enslen et al., MSR 2009): "listeners" in a passage
+    meets "setMaxListeners" in a question."""
+    terms: list[str] = []
+    parts: set[str] = set()
+    words: set[str] = set()
+    position = 0
+
+    def plain(span: str) -> None:
+        for token in tokens(span):
+            if (term := _term_of(token, drop)) is not None:
+                terms.append(term)
+                words.add(term)
+
+    for match in _IDENTIFIER.finditer(text):
+        names = _name_parts(match.group(0))
+        if len(names) < _PARTS_OF_A_NAME:
             continue
-        terms.append(stem(token))
-    return terms
+        plain(text[position : match.start()])
+        position = match.end()
+        whole = fold(match.group(0))
+        if whole in drop:
+            continue
+        # A camelCase name folds to one word, as it always has ("setmaxlisteners"); a joined
+        # one is kept with its joins, a code token ("max_buffer").
+        terms.append(stem(whole) if whole.isalpha() else whole)
+        words.add(terms[-1])
+        for name in names:
+            if (term := _term_of(name, drop)) is not None:
+                terms.append(term)
+                parts.add(term)
+    plain(text[position:])
+    return terms, parts - words
+
+
+def content_terms(
+    text: str, *, drop: frozenset[str] = frozenset(), parts: bool = True
+) -> list[str]:
+    """Stemmed content terms of ``text`` in order: stop words and ``drop`` words removed; a
+    compound name ("setMaxListeners", "max_buffer") gives its whole and, unless ``parts`` is
+    false, its parts. Without parts the terms tell names apart ("alloc" against
+    "allocUnsafe"), where with them one name's terms would hold the other's."""
+    terms, found = _terms_and_parts(text, drop)
+    if parts or not found:
+        return terms
+    return [term for term in terms if term not in found]
+
+
+def name_part_terms(text: str, *, drop: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The terms of ``text`` that stand in it only as parts of compound names ("max" and
+    "listen" of "setMaxListeners" in a question that has no "max" of its own)."""
+    return frozenset(_terms_and_parts(text, drop)[1])
 
 
 # A code token keeps its spelling in a search: an option ("--dry-run"), a path
@@ -163,3 +247,49 @@ def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> list[str]:
         seen.add(folded)
         words.append(word)
     return words
+
+
+# --------------------------------------------------------------------------------------------
+# Definitions: the text of a definition list's description stands under its term
+# --------------------------------------------------------------------------------------------
+
+# Between a section's heading and a definition's term in the heading of the term's text:
+# "OPTIONS › --force-with-lease".
+TERM_MARK = " › "
+# A term is shown in headings up to this many characters (cut at a word, "…" added): an
+# option's spellings or a function's signature can run to a few hundred characters, and a
+# report shows a heading only up to 120 (research/engine/quoted_report.py), section included.
+_TERM_SHOWN_CHARS = 60
+
+
+def _short_term(term: str) -> str:
+    term = " ".join(term.split())
+    if len(term) <= _TERM_SHOWN_CHARS:
+        return term
+    cut = term[:_TERM_SHOWN_CHARS]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > 0 else cut).rstrip(" ,;:(") + "…"
+
+
+def under_term(section: str | None, term: str) -> str:
+    """The heading of a definition's description: its section and its term, shortened."""
+    shown = _short_term(term)
+    return f"{section}{TERM_MARK}{shown}" if section else shown
+
+
+def term_of(text: str, blocks: Sequence[Any], index: int) -> str | None:
+    """The term a description block (``blocks[index]``, kind "description") defines: the run
+    of term blocks before it, joined ("-f, --force" in two ``dt``), found by walking back over
+    the description's other blocks (a list or code inside it) up to a heading. ``None`` for
+    any other block, or a description with no term before it in its section."""
+    if blocks[index].kind != "description":
+        return None
+    position = index - 1
+    while position >= 0 and blocks[position].kind not in ("term", "heading"):
+        position -= 1
+    if position < 0 or blocks[position].kind != "term":
+        return None
+    first = position
+    while first > 0 and blocks[first - 1].kind == "term":
+        first -= 1
+    return ", ".join(text[block.start : block.end] for block in blocks[first : position + 1])

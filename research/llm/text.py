@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from research.engine.contracts import EXCERPT_MAX_CHARS, Block
-from research.engine.text import STOP_WORDS, content_terms, fold, word_set
+from research.engine.text import STOP_WORDS, content_terms, fold, term_of, under_term, word_set
 
 # --------------------------------------------------------------------------------------------
 # Segmentation
@@ -233,12 +233,17 @@ def segment_text(text: str) -> list[Segment]:
     return segments
 
 
+# Blocks of running prose: paragraphs and the text of a definition's description.
+_PROSE_BLOCKS = frozenset({"paragraph", "description"})
+
+
 def segment_blocks(text: str, blocks: Sequence[Block]) -> list[Segment]:
     """Cut ``text`` into segments along its block map: each heading and code block is one
     segment, paragraphs, list items and definition terms are split into sentences that stay in
     their block, and consecutive rows of short cells (a table the page lays out as one) become
     one table segment. Each block is a paragraph of its own, so sentences of two blocks are
-    never joined."""
+    never joined. The text of a definition's description has the heading "section › term"
+    (research/engine/text.py ``under_term``)."""
     segments: list[Segment] = []
     heading = ""
     paragraph = 0
@@ -256,9 +261,12 @@ def segment_blocks(text: str, blocks: Sequence[Block]) -> list[Segment]:
             segments.extend(_table_segments(text, blocks[index : last + 1], paragraph, heading))
             index = last
         else:
-            kind: SegmentKind = "sentence" if block.kind == "paragraph" else "item"
+            kind: SegmentKind = "sentence" if block.kind in _PROSE_BLOCKS else "item"
+            term = term_of(text, blocks, index)
+            # A definition's text stands under its term as well as its section.
+            under = under_term(heading, term) if term else heading
             for span in split_sentences(text, block.start, block.end):
-                segments.append(Segment(*span, kind, paragraph, heading))
+                segments.append(Segment(*span, kind, paragraph, under))
         index += 1
     return segments
 

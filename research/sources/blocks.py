@@ -127,7 +127,16 @@ _HIDDEN_ELEMENTS = frozenset(
 # Elements whose white space is preserved (white-space: pre): code and other preformatted text.
 _PREFORMATTED = frozenset({"pre", "listing", "xmp", "plaintext"})
 _HEADING_LEVELS = {f"h{level}": level for level in range(1, 7)}
-_KINDS: dict[str, BlockKind] = {"li": "item", "dt": "term", "td": "cell", "th": "cell"}
+# A definition list's description (``dd``) is marked so that its text can stand under its term
+# (an option, an API entry, a configuration key, a glossary word); a list or table inside the
+# description keeps its own kind.
+_KINDS: dict[str, BlockKind] = {
+    "li": "item",
+    "dt": "term",
+    "dd": "description",
+    "td": "cell",
+    "th": "cell",
+}
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 # A permalink mark has no word in it: one to three symbols such as "¶", "#", "§" or "🔗".
 _WORDLESS = re.compile(r"^\W{1,3}$")

@@ -41,7 +41,7 @@ def test_line_breaks_terms_descriptions_and_cells_separate_blocks():
         ("paragraph", "first line", "\n\n"),
         ("paragraph", "second line", "\n"),
         ("term", "Note", "\n\n"),
-        ("paragraph", "If return_exceptions is true, errors are results.", "\n"),
+        ("description", "If return_exceptions is true, errors are results.", "\n"),
         ("cell", "a", "\n\n"),
         ("cell", "b", "\t"),
         ("cell", "c", "\n"),

@@ -203,14 +203,14 @@ class PageSpan(_Part):
         return self
 
 
-BlockKind = Literal["heading", "paragraph", "item", "term", "cell", "code"]
+BlockKind = Literal["heading", "paragraph", "item", "term", "description", "cell", "code"]
 BLOCK_KINDS: tuple[str, ...] = get_args(BlockKind)
 
 
 class Block(_Part):
     """One block of a snapshot: the characters ``[start, end)`` of the snapshot text that a
-    reader sees as one unit (a heading, a paragraph, a list item, a definition term, a table
-    cell or a code block). Blocks do not overlap and are in text order; what lies between two
+    reader sees as one unit (a heading, a paragraph, a list item, a definition term, the text
+    of a definition's description, a table cell or a code block). Blocks do not overlap and are in text order; what lies between two
     blocks is a separator (white space only). A code block keeps its line breaks and can be
     quoted only whole; no other excerpt may run from one block into the next unless it shows
     the line break between them. ``after_gap`` says that page text left out of the snapshot

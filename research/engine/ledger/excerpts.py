@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from research.engine.contracts import Block, Heading, PageSpan
+from research.engine.text import term_of, under_term
 
 # Typographic variants a model (or a copy-paste) often swaps for their plain forms.
 _PLAIN_FORMS = {
@@ -236,9 +237,13 @@ class SnapshotIndex:
         return None if best is None else self._span(best, needle)
 
     def heading_at(self, offset: int) -> str | None:
-        """The nearest heading at or before ``offset``."""
+        """The nearest heading at or before ``offset``; in the text of a definition's
+        description, that heading and the definition's term ("OPTIONS › --force")."""
         position = bisect_right(self._heading_offsets, offset) - 1
-        return self._headings[position] if position >= 0 else None
+        section = self._headings[position] if position >= 0 else None
+        block = self.block_at(offset)
+        term = term_of(self.text, self._blocks, block) if block is not None else None
+        return under_term(section, term) if term else section
 
     def page_at(self, offset: int) -> int | None:
         """The PDF page whose text contains ``offset``, if page spans are known."""

@@ -1,0 +1,92 @@
+"""Term matching from code and document structure: compound code names split into parts, and
+the text of a definition standing under its term."""
+
+from research.engine.answer_order import comparison_sides
+from research.engine.contracts import Block, Heading
+from research.engine.ledger.excerpts import SnapshotIndex
+from research.engine.question_terms import question_terms
+from research.engine.text import content_terms, name_part_terms, under_term
+
+
+def test_a_camel_case_name_gives_its_whole_and_its_parts():
+    terms = content_terms("Call setMaxListeners on the emitter")
+    assert "setmaxlisten" in terms
+    assert {"set", "max", "listen"} <= set(terms)
+    # The prose a name's documentation uses meets the name's parts.
+    assert set(content_terms("more than 10 listeners are added")) & set(terms) == {"listen"}
+
+
+def test_joined_names_keep_their_joins_and_give_their_parts():
+    terms = content_terms("the max_buffer option of child_process.exec() and std::vector")
+    assert {"max_buffer", "child_process.exec", "std::vector"} <= set(terms)
+    assert {"max", "buffer", "child", "process", "exec", "std", "vector"} <= set(terms)
+    assert content_terms("HTTPServer")[1:] == ["http", "server"]
+
+
+def test_ordinary_words_versions_and_initials_do_not_split():
+    assert content_terms("e.g. Python 3.11 on an iPhone, URLs and APIs") == [
+        "python",
+        "3.11",
+        "iphon",
+        "url",
+        "api",
+    ]
+    assert content_terms("the x_axis") == ["axi"]
+    # Two sentences run together are no dotted name.
+    assert content_terms("the end.The start") == ["end", "start"]
+    assert name_part_terms("plain words only") == frozenset()
+
+
+def test_a_part_weighs_less_in_a_question_than_a_word_of_its_own():
+    query, _ = question_terms("What does the max_buffer option limit?")
+    assert query["max_buffer"] == 1.0
+    assert query["buffer"] == query["max"] == 0.5
+    both, _ = question_terms("How big is the buffer that max_buffer limits?")
+    assert both["buffer"] == 1.0  # the question's own word
+
+
+def test_names_sharing_a_part_are_still_two_sides():
+    assert comparison_sides("What is the difference between alloc and allocUnsafe?") == (
+        "alloc",
+        "allocUnsafe",
+    )
+
+
+def test_under_term_joins_section_and_a_shortened_term():
+    assert under_term("OPTIONS", "--force") == "OPTIONS › --force"
+    assert under_term(None, "--force") == "--force"
+    long = "subprocess.run(args, *, stdin=None, input=None, stdout=None, stderr=None, shell=False)"
+    shown = under_term("Functions", long)
+    assert shown.startswith("Functions › subprocess.run(args") and shown.endswith("…")
+    assert len(shown) <= 120
+
+
+def _definition_page() -> SnapshotIndex:
+    parts = [
+        ("OPTIONS", "heading"),
+        ("The options are these.", "paragraph"),
+        ("-f", "term"),
+        ("--force", "term"),
+        ("Usually, the command refuses to update a remote ref.", "description"),
+        ("This option overrides this restriction.", "description"),
+        ("A paragraph after the list.", "paragraph"),
+    ]
+    text, blocks = "", []
+    for part, kind in parts:
+        text += "\n\n" if text else ""
+        blocks.append(Block(start=len(text), end=len(text) + len(part), kind=kind))
+        text += part
+    return SnapshotIndex(text, headings=[Heading(text="OPTIONS", level=2, offset=0)], blocks=blocks)
+
+
+def test_a_description_stands_under_its_section_and_its_terms():
+    index = _definition_page()
+    at = index.text.index
+    assert index.heading_at(at("This option overrides")) == "OPTIONS › -f, --force"
+    assert index.verify("This option overrides this restriction.").heading == (
+        "OPTIONS › -f, --force"
+    )
+    # Text outside the definition list keeps the section's heading.
+    assert index.heading_at(at("A paragraph after")) == "OPTIONS"
+    assert index.heading_at(at("The options are")) == "OPTIONS"
+    assert index.heading_at(at("--force")) == "OPTIONS"
