@@ -37,6 +37,7 @@ from research.engine.contracts import (
     SynthesisRequest,
 )
 from research.engine.ledger import content_order
+from research.engine.pool_rank import rank_pool
 from research.engine.quality import fold_name, subject_names
 from research.engine.question_terms import (
     NEAR_DUPLICATE,
@@ -60,7 +61,9 @@ METHODOLOGY = (
     "Extractive report: no language model is configured, so this report quotes the retrieved "
     "sources verbatim instead of summarising them.",
     "For each research question, passages were ranked by keyword relevance (BM25 and "
-    "idf-weighted coverage of the question's terms) and spread for diversity; near-identical "
+    "idf-weighted coverage of the question's terms) and spread for diversity, then ranked "
+    "again against the question's other passages, those naming its subject first; "
+    "near-identical "
     "passages from different sources are cited together as one finding.",
     "Quotations are not reconciled or interpreted: where sources disagree, read the cited "
     "passages side by side.",
@@ -218,13 +221,14 @@ def _said(item: Evidence, sources: dict[str, SourceSummary]) -> str:
 
 
 def _answers_directly(
-    group: list[Evidence], question: str, sources: dict[str, SourceSummary]
+    group: list[Evidence], question: str, sources: dict[str, SourceSummary], relevance: float
 ) -> bool:
-    """Whether a group's lead quotation answers ``question`` directly: it is relevant, carries
-    the kind of value the question asks for and names the subject the question names (the
-    checks that otherwise make a stated gap, :func:`_unanswered`)."""
+    """Whether a group's lead quotation answers ``question`` directly: it is relevant (its
+    ``relevance``, 0–1, reaches :data:`SUPPORTS_RELEVANCE`), carries the kind of value the
+    question asks for and names the subject the question names (the checks that otherwise
+    make a stated gap, :func:`_unanswered`)."""
     lead = group[0]
-    if lead.relevance_bp < _RELEVANT_BP:
+    if relevance < SUPPORTS_RELEVANCE:
         return False
     return not _unanswered(question, [lead], sources)
 
@@ -244,10 +248,15 @@ def _section(
     # Claim ids derive from the section's position: question ids may already be 64 characters.
     prefix = f"s{position}"
 
-    def strength(item: Evidence) -> float:
-        return item.relevance_bp / BASIS_POINTS + affinity.get((question.id, item.id), 0.0)
-
-    ranked = sorted(items, key=lambda e: (-strength(e), content_order(e)))
+    # The pool's own order (:mod:`research.engine.pool_rank`): the selector's relevance is
+    # page-local, so the question's passages are ranked against each other.
+    pool = rank_pool(
+        question.text,
+        items,
+        sources,
+        {item.id: affinity.get((question.id, item.id), 0.0) for item in items},
+    )
+    ranked = pool.ordered
     groups = _group_near_duplicates(ranked)
     # Each quotation is shown under the question it speaks to most specifically; another
     # question repeats it only when it would otherwise show fewer than two.
@@ -255,7 +264,14 @@ def _section(
     borrowed = [group for group in groups if home.get(group[0].id) != question.id]
     groups = own + borrowed[: max(0, MIN_FINDINGS_SHOWN - len(own))]
     # Loose matches only fill in when a question has too few quotations that answer it.
-    answering = [group for group in groups if _best_relevance(group) >= _RELEVANT_BP]
+    # A quotation answers when it is relevant on the selector's page-local scale or on the
+    # pool's (BM25 against the pool's best), and names the question's subject.
+    answering = [
+        group
+        for group in groups
+        if pool.names_subject(group[0])
+        and max(pool.relevance(item) for item in group) >= SUPPORTS_RELEVANCE
+    ]
     if len(answering) >= MIN_FINDINGS_SHOWN:
         groups = answering
     groups = groups[:limit]
@@ -266,7 +282,9 @@ def _section(
     else:
         placed = answer_first(
             groups,
-            answers_directly=lambda group: _answers_directly(group, question.text, sources),
+            answers_directly=lambda group: _answers_directly(
+                group, question.text, sources, pool.relevance(group[0])
+            ),
             conflicts=conflicts,
         )
     statements = [

@@ -43,8 +43,9 @@ from research.engine.question_terms import (
     question_terms,
 )
 from research.engine.quoted_report import write_extractive_report
-from research.engine.text import content_terms
+from research.engine.text import content_terms, keywords
 from research.llm.decompose import Decomposition, SubQuestion, decompose
+from research.llm.feedback import feedback_query
 from research.llm.search_queries import search_queries
 from research.llm.selection import QuestionText, select_passages
 
@@ -351,7 +352,12 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
     unread = [c for c in brief.candidates if c.status == "candidate"]
     domains = {c.source_id: c.domain for c in brief.candidates}
     ranker = _CandidateRanker(brief.candidates)
-    tried = {fingerprint_query(query).key for query in brief.recent_queries}
+    made = [fingerprint_query(query) for query in brief.recent_queries]
+    tried = {fingerprint.key for fingerprint in made}
+    tried_before = set(tried)
+    # What the searches so far returned, for the second search's variant spellings
+    # (:mod:`research.llm.feedback`); a read page's title is not in the brief.
+    result_texts = [f"{c.title} {c.snippet} {_path_words(c.path)}" for c in unread]
     actions: list[SearchAction | ReadAction | FinishAction] = []
     chosen_sources: set[str] = set()
     chosen_domains: set[str] = set()
@@ -415,26 +421,53 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
         ]
         return candidate, [question.id, *also], value
 
-    def _first_query_tried(question: PlanQuestion) -> bool:
-        queries = search_queries(
+    def wordings(question: PlanQuestion) -> list[str]:
+        return search_queries(
             question.text, objective=plan.objective, requires_primary=question.requires_primary
         )
+
+    def _first_query_tried(question: PlanQuestion) -> bool:
+        queries = wordings(question)
         return bool(queries) and fingerprint_query(queries[0]).key in tried
 
     def next_query(need: _Need) -> str | None:
-        question = need.question
-        queries = search_queries(
-            question.text, objective=plan.objective, requires_primary=question.requires_primary
-        )
+        queries = wordings(need.question)
         if need.urgency == 3:
             return None  # the gate is met: a second page is read only if one was found
         if need.urgency == 2:
             queries = queries[:1]  # supporting questions get one try, not the budget
+        if len(queries) > 1 and fingerprint_query(queries[0]).key in tried:
+            if fingerprint_query(queries[0]).key not in tried_before:
+                return None  # the second search waits for the first one's results
+            if feedback_used(queries):
+                queries = [queries[0], *queries[2:]]
+            else:
+                queries[1] = feedback_query(queries[1], keywords(queries[0]), result_texts)
         for query in queries:
             key = fingerprint_query(query).key
             if key not in tried:
                 return query
         return None
+
+    def feedback_due(need: _Need) -> bool:
+        queries = wordings(need.question)
+        return (
+            need.urgency == 0
+            and len(queries) > 1
+            and fingerprint_query(queries[0]).key in tried_before
+            and not feedback_used(queries)
+        )
+
+    def feedback_used(queries: list[str]) -> bool:
+        """Whether the second search was made: it is the second wording with the variant
+        spellings the results showed, so a search asking all the second wording's terms that
+        is not another of the wordings is it."""
+        second = set(fingerprint_query(queries[1]).terms)
+        others = {fingerprint_query(query).key for query in (queries[0], *queries[2:])}
+        return any(
+            second <= set(fingerprint.terms) and fingerprint.key not in others
+            for fingerprint in made
+        )
 
     # Questions whose searches were all made before this decision (a search proposed now may
     # still bring better results, so it does not count), and those searched at least once.
@@ -466,11 +499,17 @@ def extractive_decision(brief: ResearchBrief) -> ResearchDecision:
                 chosen_domains.add(candidate.domain)
                 reads_left -= 1
                 progressed = True
-                if value >= READ_THRESHOLD or len(actions) >= MAX_ACTIONS:
+                # A strong match is read without searching again, except that a question
+                # still without evidence always gets its second search once the first one's
+                # results are in: the first results are what it is worded from.
+                if len(actions) >= MAX_ACTIONS or (
+                    value >= READ_THRESHOLD and not feedback_due(need)
+                ):
                     continue
             query = next_query(need) if searches_left > 0 else None
             if query is not None:
-                tried.add(fingerprint_query(query).key)
+                made.append(fingerprint_query(query))
+                tried.add(made[-1].key)
                 reason = (
                     "has no verified evidence yet"
                     if need.urgency != 1

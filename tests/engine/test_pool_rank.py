@@ -1,0 +1,103 @@
+"""The report-time order of a question's evidence pool (``research/engine/pool_rank.py``)."""
+
+from research.engine.contracts import (
+    PlanQuestion,
+    ResearchPlan,
+    SourceSummary,
+    SynthesisRequest,
+)
+from research.engine.pool_rank import rank_pool
+from research.engine.quoted_report import write_extractive_report
+from tests.engine.factories import make_evidence
+
+SOURCES = {
+    "s1": SourceSummary(id="s1", title="Zorbo manual: exec", url="https://zorbo.example/exec"),
+    "s2": SourceSummary(
+        id="s2", title="Zorbo manual: child processes", url="https://zorbo.example/child"
+    ),
+    "s3": SourceSummary(id="s3", title="A book on trees", url="https://trees.example/cycles"),
+}
+
+
+def _request(question: str, evidence) -> SynthesisRequest:
+    plan = ResearchPlan(
+        objective=question,
+        questions=[PlanQuestion(id="q1", text=question, priority="required")],
+    )
+    return SynthesisRequest(plan=plan, evidence=evidence, sources=list(SOURCES.values()))
+
+
+def _cited(report) -> set[str]:
+    return {
+        eid
+        for section in report.sections
+        for statement in section.statements
+        for eid in statement.evidence_ids
+    }
+
+
+def test_a_passage_naming_the_subject_outranks_a_stronger_one_naming_none() -> None:
+    question = "Why does Zorbo print a listener warning?"
+    elsewhere = make_evidence(
+        "When we print the counts in the leaf, we see a warning count of two.",
+        source_id="s3",
+        relevance_bp=9000,
+    )
+    answer = make_evidence(
+        "By default Zorbo emitters print a warning if more than 10 listeners are added.",
+        source_id="s2",
+        relevance_bp=3700,
+    )
+    ranking = rank_pool(question, [elsewhere, answer], SOURCES, {})
+    assert [item.id for item in ranking.ordered] == [answer.id, elsewhere.id]
+    assert ranking.names_subject(answer) and not ranking.names_subject(elsewhere)
+
+
+def test_pool_relevance_is_bm25_over_the_pools_best() -> None:
+    question = "What happens when Zorbo exec output exceeds maxBuffer?"
+    best = make_evidence(
+        "If maxBuffer is exceeded, the Zorbo child is terminated and the output is truncated.",
+        source_id="s2",
+        relevance_bp=3700,
+    )
+    other = make_evidence("Zorbo runs commands.", source_id="s1", relevance_bp=9000)
+    ranking = rank_pool(question, [other, best], SOURCES, {})
+    assert ranking.pool_relevance[best.id] == 1.0
+    assert ranking.relevance(best) == 1.0
+    assert ranking.relevance(other) == 0.9  # the selector's own figure is the better one
+
+
+def test_an_answer_the_selector_scored_low_on_its_page_is_still_quoted() -> None:
+    """Two passages the selector scored high on their page no longer push out the one the
+    question's pool ranks best: relevance is page-local, the pool's BM25 is not."""
+    question = "What happens when Zorbo exec output exceeds maxBuffer?"
+    strong = [
+        make_evidence("Zorbo exec runs a command in a shell.", source_id="s1", relevance_bp=9000),
+        make_evidence(
+            "Zorbo exec passes what the command printed to the callback.",
+            source_id="s1",
+            relevance_bp=8000,
+            start=100,
+        ),
+    ]
+    answer = make_evidence(
+        "If maxBuffer is exceeded, the Zorbo child is terminated and the output is truncated.",
+        source_id="s2",
+        relevance_bp=3700,
+    )
+    report = write_extractive_report(_request(question, [*strong, answer]))
+    assert answer.id in _cited(report)
+    labels = {tuple(s.evidence_ids): s.label for s in report.sections[0].statements}
+    assert labels[(answer.id,)] == "Answer"
+
+
+def test_a_question_whose_subject_no_passage_names_still_states_a_gap() -> None:
+    question = "Why does Zorbo print a listener warning?"
+    elsewhere = make_evidence(
+        "When we print the counts in the leaf, we see a warning count of two.",
+        source_id="s3",
+        relevance_bp=9000,
+    )
+    report = write_extractive_report(_request(question, [elsewhere]))
+    assert [gap.question_id for gap in report.gaps] == ["q1"]
+    assert report.executive_summary[0].kind == "caveat"
