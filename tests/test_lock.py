@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+pytestmark = pytest.mark.service_neutral
+
 ROOT = Path(__file__).resolve().parent.parent
 EXPORTS = {
     "requirements/app.txt": ["--group", "build"],

@@ -13,6 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+pytestmark = pytest.mark.service_neutral
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from config.env import ConfigError, database_config, env_bool, redis_url
 
+pytestmark = pytest.mark.service_neutral
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

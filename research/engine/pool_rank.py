@@ -19,9 +19,11 @@ gathered passages are ranked against each other instead:
   ranks below every passage that names one. A page found for the question's words that is
   about another subject still says nothing of the question's subject.
 
-The pool-level BM25 score divided by the pool's best is also a calibrated relevance
-(:func:`PoolRanking.relevance`): a passage scoring at least half the pool's best answers the
-question as much as one the selector scored at half its page's best.
+The pool-level BM25 score divided by the pool's best is also a second relevance scale
+(:func:`PoolRanking.relevance`), comparable to the selector's page-local one (which is also
+normalised by a best). Being relative, it always crowns some passage, so the report trusts it
+only together with its own answer checks (a passage of the kind of value asked for, naming
+the subject), never alone.
 """
 
 from collections.abc import Mapping, Sequence

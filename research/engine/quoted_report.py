@@ -264,14 +264,23 @@ def _section(
     borrowed = [group for group in groups if home.get(group[0].id) != question.id]
     groups = own + borrowed[: max(0, MIN_FINDINGS_SHOWN - len(own))]
     # Loose matches only fill in when a question has too few quotations that answer it.
-    # A quotation answers when it is relevant on the selector's page-local scale or on the
-    # pool's (BM25 against the pool's best), and names the question's subject.
-    answering = [
-        group
-        for group in groups
-        if pool.names_subject(group[0])
-        and max(pool.relevance(item) for item in group) >= SUPPORTS_RELEVANCE
-    ]
+    # A quotation answers when it names the question's subject and is relevant on the
+    # selector's page-local scale, or on the pool's (BM25 against the pool's best, a relative
+    # scale on which some passage always leads) while also carrying the kind of value the
+    # question asks for: the pool's scale alone would let a passage repeating the question's
+    # words ("how much the grant pays") pass for an answer.
+    def answers(group: list[Evidence]) -> bool:
+        if not pool.names_subject(group[0]):
+            return False
+        if _best_relevance(group) >= _RELEVANT_BP:
+            return True
+        return any(
+            pool.relevance(item) >= SUPPORTS_RELEVANCE
+            and not _unanswered(question.text, [item], sources)
+            for item in group
+        )
+
+    answering = [group for group in groups if answers(group)]
     if len(answering) >= MIN_FINDINGS_SHOWN:
         groups = answering
     groups = groups[:limit]

@@ -1,7 +1,8 @@
 """Choosing the passages of one snapshot that answer the research questions, without a model.
 
-Each question is scored against every sentence, list item, table and (for questions asking
-how to do something) whole code block of the snapshot. The score is one documented
+Each question is scored against every sentence, list item, table, window of consecutive
+sentences of one block (:mod:`research.llm.passage_units`) and (for questions asking how to
+do something) whole code block of the snapshot. The score is one documented
 combination, its constants in the block below (docs/llm.md, "Passage ranking"):
 
 * **coverage**: the idf-weighted share of the question's terms the passage or the heading it
@@ -32,7 +33,8 @@ whole, as the exact span of its block.
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import bm25s
@@ -41,17 +43,17 @@ from research.engine.contracts import EXCERPT_MAX_CHARS, Block
 from research.engine.planted import is_planted
 from research.engine.question_terms import (
     _QUANTITY,
-    NEAR_DUPLICATE,
     SUPPORTS_RELEVANCE,
     QuestionKind,
     TermWeights,
     answer_shape,
     answer_type_terms,
-    jaccard,
     question_kind,
     question_terms,
 )
 from research.engine.text import stem
+from research.llm.diversity import mmr_order, near_duplicate, overlap_of
+from research.llm.passage_units import min_cover_proximity, window_members
 from research.llm.text import (
     Segment,
     content_terms,
@@ -111,6 +113,22 @@ SHORT_WORDS = 8
 SHORT_PENALTY = 0.1
 META_PENALTY = 0.2
 DANGLING_PENALTY = 0.15
+# Passage units beyond single sentences (research/llm/passage_units.py): windows of up to
+# three consecutive sentences of one block (an answer stated over two sentences, or a
+# sentence resting on the one before: "This option overrides this restriction if …"), at
+# most 400 characters (four average sentences of reference prose, well inside an excerpt), and
+# whole blocks of several sentences up to the same length (a list item describing an option
+# and ending with its "Default: 1024 * 1024."). A window's terms are the union of its
+# sentences'; each sentence it adds costs 0.05 of score (a whole block 0.05 once: its author
+# wrote it as one description, as passages from document structure take it, Kaszkiel &
+# Zobel 1997), less than a question term of average
+# weight (0.55 × ~0.2), the answer's shape (0.15) or a resolved pointing-back sentence
+# (DANGLING_PENALTY) bring, so a window wins only when the added sentence brings one of them,
+# and a single sentence that already says everything stays ahead.
+WINDOW_SENTENCES = 3
+WINDOW_MAX_CHARS = 400
+SHORT_BLOCK_CHARS = 400
+WINDOW_COST = 0.05
 
 # Sentences about the document rather than the world ("This page summarises…").
 _META = re.compile(
@@ -150,47 +168,6 @@ class Passage:
     confidence: float
 
 
-def mmr_order(
-    candidates: Sequence[int],
-    scores: dict[int, float],
-    terms: dict[int, frozenset[str]],
-    *,
-    limit: int,
-    taken: Iterable[int] = (),
-) -> list[int]:
-    """Maximal marginal relevance: up to ``limit`` candidates, each the best trade-off between
-    its score and its overlap with those already taken; near-duplicates are skipped."""
-    chosen: list[int] = []
-    already = list(taken)
-    pool = list(candidates)
-    while pool and len(chosen) < limit:
-        best, best_value = None, -math.inf
-        for index in pool:
-            overlap = max((jaccard(terms[index], terms[other]) for other in already), default=0.0)
-            if any(near_duplicate(terms[index], terms[other]) for other in already):
-                continue
-            value = MMR_LAMBDA * scores[index] - (1 - MMR_LAMBDA) * overlap
-            if value > best_value:
-                best, best_value = index, value
-        if best is None:
-            break
-        chosen.append(best)
-        already.append(best)
-        pool.remove(best)
-    return chosen
-
-
-def near_duplicate(first: frozenset[str], second: frozenset[str]) -> bool:
-    """Whether two passages say nearly the same thing: they share most terms (Jaccard) and
-    the figures of one are among those of the other. "defaults to 90 days" and "defaults to
-    30 days" for two settings are two facts, as the quoted report already holds for alike
-    excerpts; a sentence repeating one figure of another is not."""
-    if jaccard(first, second) < NEAR_DUPLICATE:
-        return False
-    figures = [{term for term in terms if term[0].isdigit()} for terms in (first, second)]
-    return figures[0] <= figures[1] or figures[1] <= figures[0]
-
-
 def _penalty(passage: str) -> float:
     penalty = 0.0
     if len(passage.split()) < SHORT_WORDS and not _QUANTITY.search(passage):
@@ -209,33 +186,6 @@ def _usable(segment: Segment, text: str) -> bool:
     words = text[segment.start : segment.end].split()
     has_number = any(char.isdigit() for char in text[segment.start : segment.end])
     return len(words) >= 5 or (has_number and len(words) >= 3)
-
-
-def min_cover_proximity(positions: dict[str, list[int]], query: Iterable[str]) -> float:
-    """How close together the query terms found in a passage stand, 0–1: the number of
-    distinct terms found, less one, over the length of the shortest window of term positions
-    covering them all, less one (1 when they stand side by side). With one query term, 1 when
-    it is found; with fewer than two found of several, 0."""
-    wanted = [term for term in dict.fromkeys(query)]
-    found = [term for term in wanted if term in positions]
-    if len(wanted) == 1:
-        return 1.0 if found else 0.0
-    if len(found) < 2:
-        return 0.0
-    events = sorted((position, term) for term in found for position in positions[term])
-    counts: dict[str, int] = {}
-    best = math.inf
-    left = 0
-    for position, term in events:
-        counts[term] = counts.get(term, 0) + 1
-        while len(counts) == len(found):
-            best = min(best, position - events[left][0] + 1)
-            first = events[left][1]
-            counts[first] -= 1
-            if not counts[first]:
-                del counts[first]
-            left += 1
-    return (len(found) - 1) / (best - 1) if best > 1 else 1.0
 
 
 # A sentence that announces what follows ("They take effect in three steps:", "the changes
@@ -264,11 +214,11 @@ def _follow_announcements(
 ) -> None:
     """Let the figures, dates and (for a procedure) code blocks that follow a relevant
     announcing sentence share its relevance, so the announced details can be quoted too."""
-    order = {index: position for position, index in enumerate(page.usable)}
     for index in sorted(relevance):
         if page.segments[index].kind == "code":
             continue
-        position = order[index]
+        # A unit of several sentences stands where its last one does.
+        position = bisect_right(page.usable, page.members.get(index, (index,))[-1]) - 1
         inherited = relevance[index] * _ANNOUNCED_SHARE
         following = next(
             (
@@ -324,6 +274,11 @@ class _Page:
     topic_terms: frozenset[str]
     weights: TermWeights
     retriever: bm25s.BM25
+    # Units of several segments: their index in ``segments`` (appended after the page's own
+    # segments) → the indices of the segments they join.
+    members: dict[int, tuple[int, ...]]
+    # The units among them that are a whole block.
+    whole: set[int]
 
     @classmethod
     def build(cls, text: str, title: str, blocks: Sequence[Block] = ()) -> "_Page | None":
@@ -343,6 +298,19 @@ class _Page:
         ]
         if not usable:
             return None
+        members: dict[int, tuple[int, ...]] = {}
+        whole: set[int] = set()
+        for unit, is_block in window_members(
+            segments,
+            max_sentences=WINDOW_SENTENCES,
+            max_chars=WINDOW_MAX_CHARS,
+            block_chars=SHORT_BLOCK_CHARS,
+            excluded_paragraphs=hostile,
+        ).items():
+            first, last = segments[unit[0]], segments[unit[-1]]
+            whole.update([len(segments)] if is_block else [])
+            members[len(segments)] = unit
+            segments.append(Segment(first.start, last.end, first.kind, first.paragraph, first.heading))
         # "the mean SPF was 2.6" speaks of the seasonal performance factor the page defined.
         abbreviations = find_abbreviations(text)
 
@@ -361,8 +329,10 @@ class _Page:
                 # on Linux, run:") says what it does, and its terms stand for the block's.
                 for term in positions_of(text[segments[i - 1].start : segments[i - 1].end]):
                     positions[i].setdefault(term, [])
-        own_terms = {i: frozenset(positions[i]) for i in usable}
-        heading_terms = {i: frozenset(positions_of(segments[i].heading)) for i in usable}
+        for i in members:
+            positions[i] = positions_of(text[segments[i].start : segments[i].end])
+        own_terms = {i: frozenset(positions[i]) for i in [*usable, *members]}
+        heading_terms = {i: frozenset(positions_of(segments[i].heading)) for i in own_terms}
         first_heading = next((s for s in segments if s.kind == "heading"), None)
         topic_text = (
             title + " " + (text[first_heading.start : first_heading.end] if first_heading else "")
@@ -387,10 +357,41 @@ class _Page:
             topic_terms=frozenset(content_terms(topic_text)),
             weights=TermWeights(own_terms[i] | heading_terms[i] for i in usable),
             retriever=retriever,
+            members=members,
+            whole=whole,
         )
 
     def passage(self, index: int) -> str:
         return self.text[self.segments[index].start : self.segments[index].end]
+
+    def first(self, index: int) -> int:
+        """The page's own segment a unit starts with (the segment itself for a single one)."""
+        return self.members.get(index, (index,))[0]
+
+    def dangling(self, index: int) -> bool:
+        """Whether the unit opens by pointing back to a sentence it cannot be quoted with."""
+        first = self.first(index)
+        return points_back(self.segments[first], self.text) and not joins_previous(
+            self.segments, first, self.text
+        )
+
+    def length_cost(self, index: int) -> float:
+        """WINDOW_COST per sentence a window adds; once for a whole block, the unit its author
+        wrote as one description."""
+        added = len(self.members.get(index, (index,))) - 1
+        return WINDOW_COST * (min(added, 1) if index in self.whole else added)
+
+    def span(self, index: int) -> tuple[int, int]:
+        """The exact span of the snapshot quoted for a unit (:func:`excerpt_span`; a window
+        opening by pointing back is joined to the sentence before it when it fits)."""
+        if index not in self.members:
+            return excerpt_span(self.segments, index, self.text)
+        first, end = self.first(index), self.segments[index].end
+        start = self.segments[first].start
+        if joins_previous(self.segments, first, self.text):
+            joined = self.segments[first - 1].start
+            start = joined if end - joined <= EXCERPT_MAX_CHARS else start
+        return start, end
 
 
 def _score_question(
@@ -415,7 +416,10 @@ def _score_question(
     about_publication = bool(_ABOUT_PUBLICATION & query.keys())
     relevance: dict[int, float] = {}
     lift: dict[int, float] = {}
-    for position, index in enumerate(page.usable):
+    scores = {index: float(raw[position]) for position, index in enumerate(page.usable)}
+    for index, unit in page.members.items():
+        scores[index] = max((scores[i] for i in unit if i in scores), default=0.0)
+    for index in [*page.usable, *page.members]:
         segment = page.segments[index]
         passage = page.passage(index)
         if segment.kind == "code" and kind.kind != "procedure":
@@ -426,15 +430,14 @@ def _score_question(
         if shape is not None and (segment.kind == "code" or _shaped(shape, kind, page, index)):
             value += W_SHAPE
         value -= _penalty(passage) if segment.kind != "code" else 0.0
-        if points_back(segment, page.text) and not joins_previous(
-            page.segments, index, page.text
-        ):
+        if page.dangling(index):
             # "The same goes for the cost." means little without what came before.
             value -= DANGLING_PENALTY
+        value -= page.length_cost(index)
         value = min(1.0, value / (1 - W_BM25))
         if value >= MIN_RELEVANCE:
             relevance[index] = value
-            lift[index] = W_BM25 * (float(raw[position]) / top if top > 0 else 0.0)
+            lift[index] = W_BM25 * (scores[index] / top if top > 0 else 0.0)
     _follow_announcements(page, relevance, procedure=kind.kind == "procedure")
     best = max(relevance.values(), default=0.0)
     kept = {i: v for i, v in relevance.items() if v >= RELATIVE_FLOOR * best}
@@ -501,7 +504,7 @@ def select_passages(
     page = _Page.build(text, title, blocks) if questions else None
     if page is None:
         return []
-    segments, own_terms = page.segments, page.own_terms
+    own_terms = page.own_terms
     relevance: dict[tuple[str, int], float] = {}
     rank_score: dict[str, dict[int, float]] = {}
     for question in questions:
@@ -511,11 +514,14 @@ def select_passages(
         )
 
     per_question = max(1, math.ceil(max_items / len(questions)))
+    spans = {index: page.span(index) for _, index in relevance}
     picks: dict[str, list[int]] = {}
     for question in questions:
         scores = rank_score.get(question.id, {})
         ordered = sorted(scores, key=lambda i: (-scores[i], i))
-        picks[question.id] = mmr_order(ordered, scores, own_terms, limit=per_question)
+        picks[question.id] = mmr_order(
+            ordered, scores, own_terms, limit=per_question, spans=spans, weight=MMR_LAMBDA
+        )
 
     chosen: list[int] = []
     for turn in range(per_question):
@@ -525,7 +531,10 @@ def select_passages(
                 continue
             candidate = ranked[turn]
             # Diversity holds across questions too: one fact quoted twice is not two facts.
-            if any(near_duplicate(own_terms[candidate], own_terms[i]) for i in chosen):
+            if any(
+                near_duplicate(own_terms[candidate], own_terms[i]) or overlap_of(spans, candidate, i)
+                for i in chosen
+            ):
                 continue
             chosen.append(candidate)
     # A page that is all answer (sentence after sentence of changes) is quoted beyond the
@@ -537,7 +546,10 @@ def select_passages(
     for candidate in strong:
         if len(chosen) >= max_items:
             break
-        if not any(near_duplicate(own_terms[candidate], own_terms[i]) for i in chosen):
+        if not any(
+            near_duplicate(own_terms[candidate], own_terms[i]) or overlap_of(spans, candidate, i)
+            for i in chosen
+        ):
             chosen.append(candidate)
     passages = []
     for index in chosen[:max_items]:
@@ -548,7 +560,7 @@ def select_passages(
             or index in picks.get(q.id, [])
         ]
         best = max(relevance.get((qid, index), 0.0) for qid in related)
-        start, end = excerpt_span(segments, index, text)
+        start, end = spans[index]
         passages.append(Passage(start, end, tuple(related), best, 0.0))
     merged = _merge_overlaps(passages)
     ranked = sorted(merged, key=lambda p: (-p.relevance, p.start))

@@ -6,7 +6,11 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.cli.conftest import ROOT, CommandLine
+
+pytestmark = pytest.mark.service_neutral
 
 QUESTION = "How many daily boardings did Harwick Metro Line 3 have, and what did it cost to build?"
 

@@ -8,9 +8,13 @@ import re
 import signal
 import time
 
+import pytest
+
 from research.engine.ledger import normalize_for_matching
 from tests.cli.conftest import CommandLine
 from tests.fixtures.frozen_web.server import FrozenWeb
+
+pytestmark = pytest.mark.service_neutral
 
 QUESTION = "How many weekday boardings did the Harwick Metro Line 3 extension record?"
 RUN_ID = re.compile(r"Run ([0-9a-f-]{36})")

@@ -5,7 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import research.engine
+
+pytestmark = pytest.mark.service_neutral
 
 ENGINE_DIR = Path(research.engine.__file__).parent
 MODULES = sorted(ENGINE_DIR.rglob("*.py"))

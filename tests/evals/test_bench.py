@@ -8,6 +8,8 @@ from evals.bench.extraction import parse
 from evals.bench.live_progress import percentile
 from evals.bench.overhead import Operation, busy_time, lower_bound
 
+pytestmark = pytest.mark.service_neutral
+
 
 def op(kind: str, started: float, ended: float, site: str = "") -> Operation:
     return Operation(kind, started, ended, site)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from evals.bench.documents import (
     URL,
     _as_docx,
@@ -12,6 +14,8 @@ from evals.bench.documents import (
     _sections,
 )
 from research.sources.documents import DocumentLimits, parse_upload
+
+pytestmark = pytest.mark.service_neutral
 
 
 def test_every_format_of_the_generated_report_holds_the_same_sections() -> None:

@@ -12,6 +12,8 @@ from evals.taskset import GoldFact, load_tasks
 from research.engine.answers import FrozenEvidence
 from research.engine.contracts import Evidence, Report
 
+pytestmark = pytest.mark.service_neutral
+
 
 def frozen_with(*excerpts: str) -> FrozenEvidence:
     evidence = []

@@ -21,6 +21,8 @@ from evals.gates import (
 )
 from evals.scoring import TaskScore
 
+pytestmark = pytest.mark.service_neutral
+
 CLEAN: dict[str, Any] = {
     "tasks": 30,
     "reports_produced": 30,

@@ -19,6 +19,8 @@ from evals.naive_baseline import (
 )
 from evals.taskset import load_tasks
 
+pytestmark = pytest.mark.service_neutral
+
 SNAPSHOT = (
     "Limits In SQLite\n"
     "The number of attached databases is limited to 10 by default. It can be raised.\n"

@@ -11,6 +11,8 @@ from evals.matching import overlaps_passage, states, states_pattern
 from evals.scoring import HostileText, Observation, WebReference, score_run
 from evals.taskset import Task
 
+pytestmark = pytest.mark.service_neutral
+
 RUN = "run-1"
 TEXT = "Boardings. The five new stations recorded an average of 48,200 boardings per weekday."
 EXCERPT = "The five new stations recorded an average of 48,200 boardings per weekday."

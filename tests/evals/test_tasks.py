@@ -22,6 +22,8 @@ from tests.fixtures.real_docs.corpus import load_real_docs
 from tests.fixtures.real_docs.hostile import hostile_pages
 from tests.fixtures.real_docs.rendering import visible_text
 
+pytestmark = pytest.mark.service_neutral
+
 TASKS = load_tasks(task_set="fictional")
 TUNE = load_tasks(task_set="tune")
 HELDOUT = load_tasks(task_set="heldout")

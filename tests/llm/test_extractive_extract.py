@@ -4,10 +4,9 @@ from itertools import combinations
 from pathlib import Path
 
 from research.engine.contracts import EXCERPT_MAX_CHARS
-from research.engine.question_terms import jaccard
+from research.engine.question_terms import NEAR_DUPLICATE, jaccard
 from research.engine.text import content_terms
 from research.llm.extractive import ExtractiveModelClient
-from research.llm.selection import NEAR_DUPLICATE
 from research.llm.text import segment_text
 from tests.llm.factories import extraction_request
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from research.sources.extract import extract_document
 from research.sources.safe_fetch import SafeFetcher
 from tests.fixtures.real_docs.catalogue import DOC_SETS
 from tests.fixtures.real_docs.measure import BUDGET
+
+pytestmark = pytest.mark.service_neutral
 
 TABLE = Path(__file__).resolve().parents[2] / "docs" / "dates-on-real-pages.md"
 

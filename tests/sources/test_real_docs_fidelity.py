@@ -19,6 +19,8 @@ from tests.fixtures.real_docs.catalogue import require
 from tests.fixtures.real_docs.measure import PageFidelity, measure_page, sample_pages
 from tests.fixtures.real_docs.rendering import normalise
 
+pytestmark = pytest.mark.service_neutral
+
 # 55 pages from each of the six sets: 330 pages, above the 300 the measure asks for, in about
 # the time the rest of the sources tests take.
 PAGES_PER_SET = 55

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from research.engine.contracts import SourcePolicy
 from research.sources.adapter import WebSourceAdapter
 from tests.fixtures.real_docs.catalogue import DOC_SETS, USED_PACKAGES
+
+pytestmark = pytest.mark.service_neutral
 
 
 def test_every_set_has_pages_and_reads_only_listed_packages(real_docs_web):
