@@ -56,6 +56,9 @@ MAX_FINDINGS_SOLE_QUESTION = 10
 MIN_FINDINGS_SHOWN = 2
 _STRONG_CLASSES = frozenset({"primary", "official"})
 _RELEVANT_BP = round(SUPPORTS_RELEVANCE * BASIS_POINTS)
+# Text whose digits state no value: a web address, a bracketed footnote or reference mark and
+# a manual page's section ("git-am(1)", "signal(7)").
+_NOT_VALUES = re.compile(r"\b(?:https?|ftp)://\S+|\[\d{1,3}\]|(?<=\w)\(\d[a-z]?\)")
 
 METHODOLOGY = (
     "Extractive report: no language model is configured, so this report quotes the retrieved "
@@ -432,9 +435,13 @@ def _unanswered(question: str, quoted: list[Evidence], sources: dict[str, Source
 
     value = wanted_value(question)
     # The value must stand in a quotation about the subject: a date in a passage about
-    # another product answers nothing about this one.
+    # another product answers nothing about this one. The digits of a web address, a footnote
+    # mark ("[2]") or a manual page's section ("git-am(1)") are no value.
     if value and not any(
-        (value[1].search(item.excerpt) or value[1].search(item.locator.heading or ""))
+        (
+            value[1].search(_NOT_VALUES.sub(" ", item.excerpt))
+            or value[1].search(_NOT_VALUES.sub(" ", item.locator.heading or ""))
+        )
         and names_subject(item)
         for item in quoted
     ):

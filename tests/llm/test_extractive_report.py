@@ -252,6 +252,15 @@ def test_quotations_without_the_value_asked_for_are_reported_as_a_gap():
     )
 
 
+def test_the_digits_of_an_address_a_footnote_or_a_manual_section_are_no_value():
+    question = "How large can a repository be on Zircon's free plan?"
+    gap = [f"No quoted excerpt states a figure for: {question}"]
+    assert _gaps_for(question, "[2] https://zircon.example/docs/v3/limits The Zircon protocol") == gap
+    assert _gaps_for(question, "Zircon's plan pages are listed in zircon-plans(7).") == gap
+    assert _gaps_for(question, "Apply Zircon patches with git-am(1) from zircon.example/r2.") == gap
+    assert _gaps_for(question, "Zircon repositories on the free plan can hold 5 GB.") == []
+
+
 def test_quotations_that_never_name_the_subject_asked_about_are_reported_as_a_gap():
     gaps = _gaps_for(
         "Does Quillpad keep old drafts forever?", "Old drafts are pruned after ninety days."
