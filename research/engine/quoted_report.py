@@ -434,15 +434,24 @@ def _unanswered(question: str, quoted: list[Evidence], sources: dict[str, Source
         return not names or any(name in said(item) for name in names)
 
     value = wanted_value(question)
-    # The value must stand in a quotation about the subject: a date in a passage about
-    # another product answers nothing about this one. The digits of a web address, a footnote
-    # mark ("[2]") or a manual page's section ("git-am(1)") are no value.
+    focus = question_terms(question)[1]
+
+    def speaks_to_focus(item: Evidence) -> bool:
+        return not focus or bool(
+            focus & set(content_terms(f"{item.excerpt} {item.locator.heading or ''}"))
+        )
+
+    # The value must stand in a quotation about the subject and about what is asked of it: a
+    # date in a passage about another product, or a year in a passage about the lake's
+    # phosphorus for a question about its eels, answers nothing. The digits of a web address,
+    # a footnote mark ("[2]") or a manual page's section ("git-am(1)") are no value.
     if value and not any(
         (
             value[1].search(_NOT_VALUES.sub(" ", item.excerpt))
             or value[1].search(_NOT_VALUES.sub(" ", item.locator.heading or ""))
         )
         and names_subject(item)
+        and speaks_to_focus(item)
         for item in quoted
     ):
         return f"No quoted excerpt states {value[0]} for: {question}"

@@ -261,6 +261,14 @@ def test_the_digits_of_an_address_a_footnote_or_a_manual_section_are_no_value():
     assert _gaps_for(question, "Zircon repositories on the free plan can hold 5 GB.") == []
 
 
+def test_a_value_about_something_else_than_what_is_asked_is_no_answer():
+    question = "How large is the otter population of Lake Vellmar?"
+    assert _gaps_for(
+        question, "Lake Vellmar has been sampled for nitrogen every month since 1998."
+    ) == [f"No quoted excerpt states a figure for: {question}"]
+    assert _gaps_for(question, "About 40 otters live around Lake Vellmar, the 2021 survey found.") == []
+
+
 def test_quotations_that_never_name_the_subject_asked_about_are_reported_as_a_gap():
     gaps = _gaps_for(
         "Does Quillpad keep old drafts forever?", "Old drafts are pruned after ninety days."
