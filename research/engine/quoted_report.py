@@ -37,8 +37,9 @@ from research.engine.contracts import (
     SynthesisRequest,
 )
 from research.engine.ledger import content_order
+from research.engine.pool_rank import names_subject as pool_names_subject
 from research.engine.pool_rank import rank_pool
-from research.engine.quality import fold_name, subject_names
+from research.engine.quality import subject_names
 from research.engine.question_terms import (
     NEAR_DUPLICATE,
     SUPPORTS_RELEVANCE,
@@ -425,13 +426,8 @@ def _unanswered(question: str, quoted: list[Evidence], sources: dict[str, Source
     no answer, and the report says so instead of implying one."""
     names = subject_names([question])
 
-    def said(item: Evidence) -> str:
-        source = sources.get(item.source_id)
-        where = f"{source.title} {source.url}" if source is not None else ""
-        return fold_name(f"{item.excerpt} {item.locator.heading or ''} {where}")
-
     def names_subject(item: Evidence) -> bool:
-        return not names or any(name in said(item) for name in names)
+        return pool_names_subject(item, names, sources)
 
     value = wanted_value(question)
     focus = question_terms(question)[1]
