@@ -40,11 +40,8 @@ from research.engine.contracts import (
 from research.engine.ports import ModelClient, ModelError, ModelResult
 from research.engine.quoted_report import write_extractive_report
 from research.engine.support import check_support
-from research.llm.extractive import (
-    ExtractiveModelClient,
-    extractive_decision,
-    extractive_evidence,
-)
+from research.llm.extractive import ExtractiveModelClient, extractive_evidence
+from research.llm.extractive_decide import extractive_decision
 from research.llm.scripted import ScriptedModelClient
 
 BACKENDS = ("extractive", "scripted", "openai")

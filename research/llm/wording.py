@@ -27,6 +27,12 @@ class SubQuestion:
     requires_primary: bool = False
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` on one line, cut at a word to at most ``limit`` characters (with an ellipsis)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
 def clean(text: str) -> str:
     """``text`` on one line, curly apostrophes straightened, end punctuation dropped."""
     return " ".join(text.replace("\u2019", "'").split()).strip(" ,.;:!?")

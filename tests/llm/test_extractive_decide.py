@@ -263,7 +263,7 @@ def test_a_top_ranked_result_is_read_though_its_title_matches_weakly():
 
 def test_the_breadth_minimum_follows_the_fetch_budget_of_each_depth():
     from research.engine.guards import BUDGET_PRESETS
-    from research.llm.extractive import breadth_minimum
+    from research.llm.extractive_decide import breadth_minimum
 
     minimum = {
         depth: [breadth_minimum(budget.fetched_sources, required) for required in (1, 2, 6)]

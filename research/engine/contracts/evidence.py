@@ -154,7 +154,7 @@ class SourceRecord(Contract):
     scholarly: ScholarlyMetadata | None = None
     # The rank each search that returned the source gave it, in the order of those searches
     # (at most ``SEARCH_RANKS_KEPT``): the search engine's own judgement of relevance, which
-    # the decider fuses with its own (see ``research.llm.extractive``).
+    # the decider fuses with its own (see ``research.llm.extractive_decide``).
     search_ranks: list[int] = Field(default_factory=list)
 
 
