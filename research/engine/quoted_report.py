@@ -36,7 +36,7 @@ from research.engine.contracts import (
     Statement,
     SynthesisRequest,
 )
-from research.engine.gaps import unanswered
+from research.engine.gaps import stated_gap, unanswered
 from research.engine.ledger import content_order
 from research.engine.pool_rank import rank_pool
 from research.engine.question_terms import (
@@ -503,7 +503,7 @@ def write_extractive_report(request: SynthesisRequest, *, note: str | None = Non
             )
             sections.append(section)
             quoted = [item for item in shown if any(item.id in f.evidence_ids for f in findings)]
-            description = unanswered(question.text, quoted, sources)
+            description = stated_gap(question.text, quoted, sources, shown)
         if description and question.id not in gap_questions:
             gaps.append(ReportGap(question_id=question.id, description=description))
         if question.id in required:
