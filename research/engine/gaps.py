@@ -150,12 +150,13 @@ def _spelled_names(question: str, names: frozenset[str]) -> list[str]:
 
 def _speaks_of_release(name: str, number: str, text: str) -> bool:
     """Whether ``text`` (case-folded) names release ``number`` of ``name``: the name followed
-    by the number ("node.js v18.13.0" for "Node.js 18"), or the number standing alone as a
-    versioned address or title does ("/en/2.2.x/" for "Flask 2.2") when the text names the
-    release's subject (a page of that release's own documentation)."""
-    release = rf"v?{re.escape(number)}(?![0-9])"
+    by the number ("node.js v18.13.0" for "Node.js 18", "sqlite version 3.40" for "SQLite 3"),
+    or the number standing alone as a versioned address or title does ("/en/2.2.x/" for
+    "Flask 2.2", "/1.63.0/book/" for "Rust 1.63") when the text names the release's subject
+    (a page of that release's own documentation)."""
+    release = rf"(?:(?:version|release)\s+)?v?{re.escape(number)}(?![0-9])"
     if re.search(rf"{re.escape(name.casefold())}[\s_-]*{release}", text):
         return True
     return fold_name(name) in fold_name(text) and bool(
-        re.search(rf"(?:/|\(|\bv){re.escape(number)}(?:\.x\b|/|\))", text)
+        re.search(rf"(?:/|\(|\bv){re.escape(number)}(?:\.[0-9]+)*(?:\.x)?(?=[/)]|\s|$)", text)
     )

@@ -66,6 +66,8 @@ def test_a_versioned_address_or_title_speaks_of_its_release():
         ("Platforms | Quillpad v4.2.0 documentation", "https://quillpad.example/p"),
         ("Platforms — Quillpad Documentation (4.x)", "https://quillpad.example/p"),
         ("Platforms", "https://quillpad.example/en/4.x/platforms.html"),
+        ("Platforms", "https://quillpad.example/4.2.0/guide/platforms.html"),
+        ("Quillpad version 4 platforms", "https://q.example/p"),
     ):
         sources = {"s1": SourceSummary(id="s1", title=title, url=url)}
         assert unnamed_subject(question, [item], sources) == "", title
