@@ -44,13 +44,16 @@ from research.engine.question_terms import (
     QuestionKind,
     answer_shape,
     answer_type_terms,
+    holds_phrase,
     question_kind,
     question_terms,
+    quoted_phrases,
 )
 from research.engine.text import stem
 from research.llm.diversity import mmr_order, near_duplicate, overlap_of
 from research.llm.passage_page import PassagePage
 from research.llm.passage_units import min_cover_proximity
+from research.llm.text import content_terms
 
 # --------------------------------------------------------------------------------------------
 # Ranking constants: every number the passage score is made of (docs/llm.md, "Passage ranking")
@@ -71,6 +74,13 @@ W_HEADING = 0.05
 # An answer of the wanted shape (a number for "how many") is worth as much as BM25: enough to
 # lift the passage stating the value over one that only repeats the question's words.
 W_SHAPE = 0.15
+# A passage holding a string the question quotes, its terms in order ("Permission denied:
+# cannot open the lock file"), states what the asker saw word for word: the ordered
+# phrase match of term-dependence retrieval models (Metzler & Croft, SIGIR 2005), worth a
+# little less than the answer's shape, since the quoted words are the question's, not its
+# answer. A code block holding the quoted string (a printed error, a command's output) is a
+# candidate for any question: it is the text asked about, not a usage sample.
+W_PHRASE = 0.1
 # The share a title term counts for in every passage: most of a full match, because every
 # sentence of a page about a named thing is about it (passage retrieval interpolates a
 # passage's score with its document's, Callan, SIGIR 1994); less than a full one, so the
@@ -246,16 +256,25 @@ def _score_question(
     scores = {index: float(raw[position]) for position, index in enumerate(page.usable)}
     for index, unit in page.members.items():
         scores[index] = max((scores[i] for i in unit if i in scores), default=0.0)
+    phrases = quoted_phrases(question.text)
+    procedure = kind.kind == "procedure"
     for index in [*page.usable, *page.members]:
         segment = page.segments[index]
         passage = page.passage(index)
-        if segment.kind == "code" and kind.kind != "procedure":
+        quotes = bool(phrases) and any(
+            holds_phrase(content_terms(passage), phrase) for phrase in phrases
+        )
+        if segment.kind == "code" and not procedure and not quotes:
             continue
         if not about_publication and _PUBLICATION_LINE.match(passage):
             continue
         value = _passage_score(page, index, query, focus, kind, answer_types)
-        if shape is not None and (segment.kind == "code" or _shaped(shape, kind, page, index)):
+        if shape is not None and (
+            (segment.kind == "code" and procedure) or _shaped(shape, kind, page, index)
+        ):
             value += W_SHAPE
+        if quotes:
+            value += W_PHRASE
         value -= _penalty(passage) if segment.kind != "code" else 0.0
         if page.dangling(index):
             # "The same goes for the cost." means little without what came before.
@@ -265,7 +284,7 @@ def _score_question(
         if value >= MIN_RELEVANCE:
             relevance[index] = value
             lift[index] = W_BM25 * (scores[index] / top if top > 0 else 0.0)
-    _follow_announcements(page, relevance, procedure=kind.kind == "procedure")
+    _follow_announcements(page, relevance, procedure=procedure)
     best = max(relevance.values(), default=0.0)
     kept = {i: v for i, v in relevance.items() if v >= RELATIVE_FLOOR * best}
     return kept, {i: (1 - W_BM25) * v + lift.get(i, 0.0) for i, v in kept.items()}
