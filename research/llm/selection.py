@@ -366,23 +366,22 @@ def select_passages(
         scores = rank_score.get(question.id, {})
         ordered = sorted(scores, key=lambda i: (-scores[i], i))
         picks[question.id] = mmr_order(
-            ordered, scores, own_terms, limit=per_question, spans=spans, weight=MMR_LAMBDA
+            ordered, scores, own_terms, limit=max_items, spans=spans, weight=MMR_LAMBDA
+        )
+
+    def fits(candidate: int) -> bool:
+        # Diversity holds across questions too: one fact quoted twice is not two facts.
+        return candidate not in chosen and not any(
+            near_duplicate(own_terms[candidate], own_terms[i]) or overlap_of(spans, candidate, i)
+            for i in chosen
         )
 
     chosen: list[int] = []
     for turn in range(per_question):
         for question in questions:
             ranked = picks.get(question.id, [])
-            if turn >= len(ranked) or ranked[turn] in chosen:
-                continue
-            candidate = ranked[turn]
-            # Diversity holds across questions too: one fact quoted twice is not two facts.
-            if any(
-                near_duplicate(own_terms[candidate], own_terms[i]) or overlap_of(spans, candidate, i)
-                for i in chosen
-            ):
-                continue
-            chosen.append(candidate)
+            if turn < len(ranked) and fits(ranked[turn]):
+                chosen.append(ranked[turn])
     # A page that is all answer (sentence after sentence of changes) is quoted beyond the
     # per-question share, up to ``max_items``.
     strong = sorted(
@@ -392,18 +391,26 @@ def select_passages(
     for candidate in strong:
         if len(chosen) >= max_items:
             break
-        if not any(
-            near_duplicate(own_terms[candidate], own_terms[i]) or overlap_of(spans, candidate, i)
-            for i in chosen
-        ):
+        if fits(candidate):
             chosen.append(candidate)
+    # The room a question leaves unused (the page holds fewer answers to it than its share)
+    # goes to the other questions' next picks, in turns: the share is a fair division of the
+    # page's room, not a cap on a question the page answers at length.
+    extra: dict[str, list[int]] = {question.id: [] for question in questions}
+    for turn in range(per_question, max_items):
+        for question in questions:
+            ranked = picks.get(question.id, [])
+            if len(chosen) < max_items and turn < len(ranked) and fits(ranked[turn]):
+                chosen.append(ranked[turn])
+                extra[question.id].append(ranked[turn])
     passages = []
     for index in chosen[:max_items]:
         related = [
             q.id
             for q in questions
             if relevance.get((q.id, index), 0.0) >= SUPPORTS_RELEVANCE
-            or index in picks.get(q.id, [])
+            or index in picks.get(q.id, [])[:per_question]
+            or index in extra[q.id]
         ]
         best = max(relevance.get((qid, index), 0.0) for qid in related)
         start, end = spans[index]

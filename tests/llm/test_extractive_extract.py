@@ -402,3 +402,27 @@ def test_quoted_phrases_are_the_quoted_strings_of_two_terms_or_more():
     assert holds_phrase(content_terms("Error: Disk quota exceeded (code 122)."), phrases[0])
     assert not holds_phrase(content_terms("The disk was exceeded by its quota."), phrases[0])
     assert quoted_phrases("Don't the user's settings win?") == []
+
+
+def test_the_room_a_question_leaves_unused_goes_to_the_others():
+    from research.llm.selection import QuestionText, select_passages
+
+    text = (
+        "Harbour ferries\n\n"
+        "A single ticket is sold at the pier kiosk for one crossing.\n\n"
+        "A return ticket is valid until midnight of the day of purchase.\n\n"
+        "A day ticket allows any number of crossings on one day.\n\n"
+        "A family ticket admits two adults and three children on one crossing.\n\n"
+        "A season ticket is sold only at the main office for a whole season.\n\n"
+        "The cafe on the north pier opens at eight in the morning."
+    )
+    questions = [
+        QuestionText("q1", "Which ferry tickets cover a crossing?"),
+        QuestionText("q2", "Where do the crews of the ferry train?"),
+    ]
+    passages = select_passages(text, questions, title="Harbour ferries", max_items=4)
+
+    # The page says nothing of the crews: the first question takes more than its half (2).
+    quoted = [text[p.start : p.end] for p in passages]
+    assert len(quoted) == 3 and all("crossing" in excerpt for excerpt in quoted)
+    assert all(p.question_ids == ("q1",) for p in passages)
