@@ -14,6 +14,14 @@ gathered passages are ranked against each other instead:
 * the same BM25 over each passage's **page title and heading** alone, a fourth ranking: a
   page about the question (its title names the question's terms) outranks one that only
   mentions them in passing;
+* the same BM25 over each passage's **own text** (its excerpt and the heading it stands
+  under, without the page's title and address), a fifth ranking: over the whole context a
+  passage on a page whose title repeats the question rides on that title, and an answer on
+  a page titled otherwise ("Bytes and Scalar Values", "Asynchronous I/O") loses to passages
+  that merely sit under it. Weighting a passage's own field above its page's is BM25F's
+  field weighting (Robertson, Zaragoza and Taylor, CIKM 2004): the excerpt counts in this
+  ranking and the context one, the page's title in the context one and the title-and-heading
+  one, so neither field alone decides;
 * **subject agreement** first: a passage whose excerpt, heading, source title and address
   name none of the subjects the question names (:func:`research.engine.quality.subject_names`)
   ranks below every passage that names one. A page found for the question's words that is
@@ -23,7 +31,10 @@ The pool-level BM25 score divided by the pool's best is also a second relevance 
 (:func:`PoolRanking.relevance`), comparable to the selector's page-local one (which is also
 normalised by a best). Being relative, it always crowns some passage, so the report trusts it
 only together with its own answer checks (a passage of the kind of value asked for, naming
-the subject), never alone.
+the subject), never alone; and a passage whose excerpt holds none of the question's terms
+has none, however well its page title and heading match: a line that says nothing of what
+is asked (a byline, a date line, a caption) is no answer merely because its page is about
+the question.
 """
 
 from collections.abc import Mapping, Sequence
@@ -49,7 +60,9 @@ def said(item: Evidence, sources: Mapping[str, SourceSummary]) -> str:
     return f"{item.excerpt}\n{item.locator.heading or ''}\n{where}"
 
 
-def names_subject(item: Evidence, names: frozenset[str], sources: Mapping[str, SourceSummary]) -> bool:
+def names_subject(
+    item: Evidence, names: frozenset[str], sources: Mapping[str, SourceSummary]
+) -> bool:
     """Whether ``item`` names one of the subjects ``names`` (folded); True when there are none."""
     if not names:
         return True
@@ -61,6 +74,11 @@ def _where(item: Evidence, sources: Mapping[str, SourceSummary]) -> str:
     """Where a quotation stands: its source's title and the heading above it."""
     source = sources.get(item.source_id)
     return f"{source.title if source is not None else ''}\n{item.locator.heading or ''}"
+
+
+def _own(item: Evidence) -> str:
+    """What a passage says itself: its excerpt and the heading it stands under."""
+    return f"{item.excerpt}\n{item.locator.heading or ''}"
 
 
 def _pool_bm25(query: Sequence[str], texts: Sequence[str]) -> list[float]:
@@ -103,14 +121,19 @@ def rank_pool(
     affinity: Mapping[str, float],
 ) -> PoolRanking:
     """``items`` (the evidence gathered for ``question``) ranked for the report: those naming
-    the question's subject first, then by the reciprocal-rank fusion of pool BM25, the
+    the question's subject first, then by the reciprocal-rank fusion of pool BM25 (over the
+    passage in its context, over its page title and heading, over its own text), the
     selector's relevance and ``affinity`` (item id → idf-weighted coverage of the question)."""
     items = list(items)
     query = list(question_terms(question)[0])
     bm25 = _pool_bm25(query, [said(item, sources) for item in items])
     best = max(bm25, default=0.0)
+    # The excerpt's own share of the match: without a question term of its own a passage has
+    # no pool relevance, whatever its title and heading say.
+    excerpt_bm25 = _pool_bm25(query, [item.excerpt for item in items])
     pool_relevance = {
-        item.id: (score / best if best > 0 else 0.0) for item, score in zip(items, bm25, strict=True)
+        item.id: (score / best if best > 0 and mine > 0 else 0.0)
+        for item, score, mine in zip(items, bm25, excerpt_bm25, strict=True)
     }
     rankings = (
         _ranks(bm25),
@@ -119,6 +142,8 @@ def rank_pool(
         # The page a passage stands on: its title and heading against the question's terms,
         # so a page about the question ranks its passages above a page that mentions it.
         _ranks(_pool_bm25(query, [_where(item, sources) for item in items])),
+        # What the passage says itself, so its own words weigh more than its page's.
+        _ranks(_pool_bm25(query, [_own(item) for item in items])),
     )
     fused = {
         item.id: reciprocal_rank(ranking[place] for ranking in rankings)
@@ -126,7 +151,5 @@ def rank_pool(
     }
     names = subject_names([question])
     naming = frozenset(item.id for item in items if names_subject(item, names, sources))
-    ordered = sorted(
-        items, key=lambda e: (e.id not in naming, -fused[e.id], content_order(e))
-    )
+    ordered = sorted(items, key=lambda e: (e.id not in naming, -fused[e.id], content_order(e)))
     return PoolRanking(ordered=ordered, pool_relevance=pool_relevance, naming=naming)

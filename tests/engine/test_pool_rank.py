@@ -101,3 +101,52 @@ def test_a_question_whose_subject_no_passage_names_still_states_a_gap() -> None:
     report = write_extractive_report(_request(question, [elsewhere]))
     assert [gap.question_id for gap in report.gaps] == ["q1"]
     assert report.executive_summary[0].kind == "caveat"
+
+
+def _under(item, heading: str):
+    """``item`` standing under ``heading``."""
+    return item.model_copy(update={"locator": item.locator.model_copy(update={"heading": heading})})
+
+
+FORUM = SourceSummary(
+    id="s4",
+    title="How long does Zorbo keep old log entries before pruning them?",
+    url="https://forum.example/questions/17",
+)
+
+
+def test_a_line_with_no_question_term_of_its_own_has_no_pool_relevance() -> None:
+    """A byline under a heading that repeats the question matches the question only through
+    its page: it has no pool relevance, while the answer stating the terms itself has."""
+    question = "How long does Zorbo keep old log entries before pruning them?"
+    byline = _under(
+        make_evidence("asked 12 June 2023 by pkowal", source_id="s4", relevance_bp=4700),
+        FORUM.title,
+    )
+    answer = make_evidence(
+        "Zorbo prunes log entries older than this time; defaults to 90 days.",
+        source_id="s1",
+        relevance_bp=4700,
+        start=50,
+    )
+    sources = {**SOURCES, "s4": FORUM}
+    ranking = rank_pool(question, [byline, answer], sources, {})
+    assert ranking.pool_relevance[byline.id] == 0.0
+    assert ranking.pool_relevance[answer.id] > 0.0
+
+
+def test_a_passage_stating_the_terms_itself_outranks_one_carried_by_its_page_title() -> None:
+    """The title-matching forum line and the answer tie on every ranking but the passage's own
+    text; there the answer, whose own words hold the question's terms, leads."""
+    question = "How long does Zorbo keep old log entries before pruning them?"
+    forum_line = make_evidence("Anyone seen this before?", source_id="s4", relevance_bp=4700)
+    answer = make_evidence(
+        "Zorbo prunes log entries older than this time; defaults to 90 days.",
+        source_id="s1",
+        relevance_bp=5000,
+        start=50,
+    )
+    sources = {**SOURCES, "s4": FORUM}
+    affinity = {answer.id: 0.4, forum_line.id: 0.0}
+    ranking = rank_pool(question, [forum_line, answer], sources, affinity)
+    assert [item.id for item in ranking.ordered] == [answer.id, forum_line.id]
