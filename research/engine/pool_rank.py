@@ -25,7 +25,9 @@ gathered passages are ranked against each other instead:
 * **subject agreement** first: a passage whose excerpt, heading, source title and address
   name none of the subjects the question names (:func:`research.engine.quality.subject_names`)
   ranks below every passage that names one. A page found for the question's words that is
-  about another subject still says nothing of the question's subject.
+  about another subject still says nothing of the question's subject. A passage of a page
+  whose other pooled passages name the subject names it too: a sentence need not repeat the
+  name its page gives it ("The default … for dev is therefore 0.").
 
 The pool-level BM25 score divided by the pool's best is also a second relevance scale
 (:func:`PoolRanking.relevance`), comparable to the selector's page-local one (which is also
@@ -151,5 +153,10 @@ def rank_pool(
     }
     names = subject_names([question])
     naming = frozenset(item.id for item in items if names_subject(item, names, sources))
+    # A passage names its page's subject when another passage of that page does: "The
+    # default … for dev is therefore 0" on a page whose other passages name the subject
+    # speaks of it as they do (the passage read in its document's context, as in Callan 1994).
+    pages = {item.source_id for item in items if item.id in naming}
+    naming = frozenset(item.id for item in items if item.source_id in pages)
     ordered = sorted(items, key=lambda e: (e.id not in naming, -fused[e.id], content_order(e)))
     return PoolRanking(ordered=ordered, pool_relevance=pool_relevance, naming=naming)

@@ -12,7 +12,7 @@ question's best answer, or its gap.
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from research.engine.answer_order import (
@@ -228,16 +228,20 @@ def _said(item: Evidence, sources: dict[str, SourceSummary]) -> str:
 
 
 def _answers_directly(
-    group: list[Evidence], question: str, sources: dict[str, SourceSummary], relevance: float
+    group: list[Evidence],
+    question: str,
+    sources: dict[str, SourceSummary],
+    relevance: float,
+    named: Callable[[Evidence], bool] | None = None,
 ) -> bool:
     """Whether a group's lead quotation answers ``question`` directly: it is relevant (its
     ``relevance``, 0–1, reaches :data:`SUPPORTS_RELEVANCE`), carries the kind of value the
     question asks for and names the subject the question names (the checks that otherwise
-    make a stated gap, :func:`_unanswered`)."""
+    make a stated gap, :func:`_unanswered`; ``named`` as there)."""
     lead = group[0]
     if relevance < SUPPORTS_RELEVANCE:
         return False
-    return not _unanswered(question, [lead], sources)
+    return not _unanswered(question, [lead], sources, named)
 
 
 @dataclass(frozen=True)
@@ -295,7 +299,7 @@ def _choose(
             return True
         return any(
             pool.relevance(item) >= SUPPORTS_RELEVANCE
-            and not _unanswered(question.text, [item], sources)
+            and not _unanswered(question.text, [item], sources, pool.names_subject)
             for item in group
         )
 
@@ -329,7 +333,7 @@ def _section(
         placed = answer_first(
             groups,
             answers_directly=lambda group: _answers_directly(
-                group, question.text, sources, pool.relevance(group[0])
+                group, question.text, sources, pool.relevance(group[0]), pool.names_subject
             ),
             conflicts=conflicts,
         )
@@ -368,14 +372,22 @@ def _section(
     return ReportSection(id=question.id, title=title, statements=statements), findings
 
 
-def _unanswered(question: str, quoted: list[Evidence], sources: dict[str, SourceSummary]) -> str:
+def _unanswered(
+    question: str,
+    quoted: list[Evidence],
+    sources: dict[str, SourceSummary],
+    named: Callable[[Evidence], bool] | None = None,
+) -> str:
     """Why the quotations ``quoted`` for ``question`` do not answer it, or "": none carries the
     kind of value it asks for (a date, a version, a figure), or none — nor its source's title
     or address — names the subject the question names. Quoting loosely related passages is
-    no answer, and the report says so instead of implying one."""
+    no answer, and the report says so instead of implying one. ``named`` tells whether a
+    quotation names the subject when the caller knows more (the pool's page-level naming)."""
     names = subject_names([question])
 
     def names_subject(item: Evidence) -> bool:
+        if named is not None:
+            return named(item)
         return pool_names_subject(item, names, sources)
 
     value = wanted_value(question)

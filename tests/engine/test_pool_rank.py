@@ -150,3 +150,50 @@ def test_a_passage_stating_the_terms_itself_outranks_one_carried_by_its_page_tit
     affinity = {answer.id: 0.4, forum_line.id: 0.0}
     ranking = rank_pool(question, [forum_line, answer], sources, affinity)
     assert [item.id for item in ranking.ordered] == [answer.id, forum_line.id]
+
+
+def test_a_passage_names_the_subject_its_page_names_in_another_passage() -> None:
+    question = "What optimisation level does Zorbo use by default for debug builds?"
+    book = SourceSummary(id="s5", title="Build profiles", url="https://book.example/profiles")
+    sources = {**SOURCES, "s5": book}
+    naming = make_evidence(
+        "Zorbo has two main profiles: dev and release.", source_id="s5", relevance_bp=3000
+    )
+    answer = make_evidence(
+        "The default level for dev is therefore 0.", source_id="s5", relevance_bp=2600, start=90
+    )
+    elsewhere = make_evidence(
+        "The default level of the tree is 0.", source_id="s3", relevance_bp=2600
+    )
+    ranking = rank_pool(question, [elsewhere, answer, naming], sources, {})
+    assert ranking.names_subject(answer)
+    assert not ranking.names_subject(elsewhere)
+    assert ranking.ordered[-1].id == elsewhere.id
+
+
+def test_an_answer_naming_its_subject_only_through_its_page_is_quoted() -> None:
+    question = "What optimisation level does Zorbo use by default for debug builds?"
+    book = SourceSummary(id="s5", title="Build profiles", url="https://book.example/profiles")
+    strong = [
+        make_evidence(
+            "Zorbo has two main profiles: dev and release.", source_id="s5", relevance_bp=8000
+        ),
+        make_evidence(
+            "Zorbo builds the dev profile when you run zorbo build.",
+            source_id="s5",
+            relevance_bp=8000,
+            start=40,
+        ),
+    ]
+    answer = make_evidence(
+        "The default optimisation level for debug builds is therefore 0.",
+        source_id="s5",
+        relevance_bp=2600,
+        start=90,
+    )
+    plan = ResearchPlan(
+        objective=question,
+        questions=[PlanQuestion(id="q1", text=question, priority="required")],
+    )
+    request = SynthesisRequest(plan=plan, evidence=[*strong, answer], sources=[book])
+    assert answer.id in _cited(write_extractive_report(request))
