@@ -30,7 +30,10 @@ gathered passages are ranked against each other instead:
   name its page gives it ("The default … for dev is therefore 0.").
 
 The pool-level BM25 score divided by the pool's best is also a second relevance scale
-(:func:`PoolRanking.relevance`), comparable to the selector's page-local one (which is also
+(:func:`PoolRanking.relevance`), the better of the passage in its context against the
+pool's best in context and its own text against the pool's best own text (each field
+normalised by its own best, so a page title repeating the question does not set the bar
+for passages on pages titled otherwise), comparable to the selector's page-local one (which is also
 normalised by a best). Being relative, it always crowns some passage, so the report trusts it
 only together with its own answer checks (a passage of the kind of value asked for, naming
 the subject), never alone; and a passage whose excerpt holds none of the question's terms
@@ -92,6 +95,11 @@ def _pool_bm25(query: Sequence[str], texts: Sequence[str]) -> list[float]:
     return [float(score) for score in retriever.get_scores(list(query))]
 
 
+def _share(score: float, best: float) -> float:
+    """``score`` relative to the pool's ``best``, 0 when nothing scored."""
+    return score / best if best > 0 else 0.0
+
+
 def _ranks(scores: Sequence[float]) -> list[int]:
     """The rank (1 = best) of each score, ties sharing the better rank."""
     ordered = sorted(set(scores), reverse=True)
@@ -130,12 +138,17 @@ def rank_pool(
     query = list(question_terms(question)[0])
     bm25 = _pool_bm25(query, [said(item, sources) for item in items])
     best = max(bm25, default=0.0)
+    # What the passage says itself (excerpt and heading): a ranking of its own, and a second
+    # scale of pool relevance, so an answer on a page titled otherwise is measured against
+    # the pool's best own text, not against a passage carried by its page's title.
+    own = _pool_bm25(query, [_own(item) for item in items])
+    best_own = max(own, default=0.0)
     # The excerpt's own share of the match: without a question term of its own a passage has
     # no pool relevance, whatever its title and heading say.
     excerpt_bm25 = _pool_bm25(query, [item.excerpt for item in items])
     pool_relevance = {
-        item.id: (score / best if best > 0 and mine > 0 else 0.0)
-        for item, score, mine in zip(items, bm25, excerpt_bm25, strict=True)
+        item.id: max(_share(score, best), _share(mine, best_own)) if alone > 0 else 0.0
+        for item, score, mine, alone in zip(items, bm25, own, excerpt_bm25, strict=True)
     }
     rankings = (
         _ranks(bm25),
@@ -145,7 +158,7 @@ def rank_pool(
         # so a page about the question ranks its passages above a page that mentions it.
         _ranks(_pool_bm25(query, [_where(item, sources) for item in items])),
         # What the passage says itself, so its own words weigh more than its page's.
-        _ranks(_pool_bm25(query, [_own(item) for item in items])),
+        _ranks(own),
     )
     fused = {
         item.id: reciprocal_rank(ranking[place] for ranking in rankings)

@@ -197,3 +197,17 @@ def test_an_answer_naming_its_subject_only_through_its_page_is_quoted() -> None:
     )
     request = SynthesisRequest(plan=plan, evidence=[*strong, answer], sources=[book])
     assert answer.id in _cited(write_extractive_report(request))
+
+
+def test_pool_relevance_measures_a_passages_own_text_against_the_best_own_text() -> None:
+    """The forum line leads the pool in context only through its page's title; the answer's
+    own text is the pool's best own text, so its pool relevance is full."""
+    question = "How long does Zorbo keep old log entries before pruning them?"
+    forum_line = make_evidence("My Zorbo log is gone.", source_id="s4", relevance_bp=4700)
+    answer = make_evidence(
+        "Zorbo prunes old log entries after 90 days.", source_id="s3", relevance_bp=4700
+    )
+    sources = {**SOURCES, "s4": FORUM}
+    ranking = rank_pool(question, [forum_line, answer], sources, {})
+    assert ranking.pool_relevance[forum_line.id] == 1.0
+    assert ranking.pool_relevance[answer.id] == 1.0
