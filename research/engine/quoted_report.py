@@ -34,7 +34,7 @@ from research.engine.contracts import (
     Statement,
     SynthesisRequest,
 )
-from research.engine.gaps import stated_gap, unanswered
+from research.engine.gaps import stated_gap, unanswered, unnamed_subject
 from research.engine.ledger import content_order
 from research.engine.pool_rank import PoolRanking, rank_pool
 from research.engine.question_terms import (
@@ -315,9 +315,11 @@ def _section(
     sources: dict[str, SourceSummary],
     position: int,
     conflicts: Sequence[ContradictionCandidate] = (),
+    answerable: bool = True,
 ) -> tuple[ReportSection, list[Statement]]:
     """The section of ``question`` and its findings, the quotations ``chosen`` for it answer
-    first (:mod:`research.engine.answer_order`)."""
+    first (:mod:`research.engine.answer_order`). With ``answerable`` false (the question's
+    evidence never names a subject it asks about) no quotation is labelled an answer."""
     # Claim ids derive from the section's position: question ids may already be 64 characters.
     prefix = f"s{position}"
     pool, groups, ranked = chosen.pool, chosen.groups, chosen.pool.ordered
@@ -327,7 +329,8 @@ def _section(
     else:
         placed = answer_first(
             groups,
-            answers_directly=lambda group: _answers_directly(
+            answers_directly=lambda group: answerable
+            and _answers_directly(
                 group, question.text, sources, pool.relevance(group[0]), pool.names_subject
             ),
             conflicts=conflicts,
@@ -365,8 +368,6 @@ def _section(
         )
     title = question.text if len(question.text) <= 300 else question.text[:297] + "…"
     return ReportSection(id=question.id, title=title, statements=statements), findings
-
-
 
 
 def _summary_lead(
@@ -482,6 +483,10 @@ def write_extractive_report(request: SynthesisRequest, *, note: str | None = Non
                 sources,
                 position=len(sections) + 1,
                 conflicts=request.contradictions,
+                # A subject none of the question's evidence names leaves it unanswered however
+                # well a quotation fits its other words: no "Answer" then, and the summary
+                # states the gap rather than a quotation.
+                answerable=not unnamed_subject(question.text, shown[question.id], sources),
             )
             sections.append(section)
             quoted = [
