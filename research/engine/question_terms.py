@@ -211,11 +211,15 @@ _SHAPES = {
     "manner": re.compile(r"\b(?:by|uses?|using|works?|through)\b", re.I),
 }
 
+# What answers "how long / how often": a number (in digits or words) or a unit of time or
+# frequency.
+_LENGTH_OF_TIME = re.compile(f"{_SHAPES['quantity'].pattern}|{_TIME_UNITS.pattern}", re.I)
+
 
 def answer_shape(kind: QuestionKind) -> re.Pattern[str] | None:
     """What a passage answering a question of ``kind`` contains, or None for "other"."""
     if kind.kind == "quantity" and kind.unit == "time":
-        return re.compile(f"{_SHAPES['quantity'].pattern}|{_TIME_UNITS.pattern}", re.I)
+        return _LENGTH_OF_TIME
     return _SHAPES.get(kind.kind)
 
 
@@ -268,6 +272,9 @@ _VALUE_QUESTIONS = (
     (re.compile(r"\b(?:which|what)\s+(?:\w+\s+)?(?:versions?|releases?)\b", re.I), "a version",
      _VERSION),
     (re.compile(r"^how\s+(?:many|much|large|big)\b", re.I), "a figure", _QUANTITY),
+    # "How long does X keep …", "how often": a length of time (a number, or a unit of time or
+    # frequency word, "every week"); "how long can a name be" is answered by a number too.
+    (re.compile(r"^how\s+(?:long|often)\b", re.I), "a length of time", _LENGTH_OF_TIME),
 )
 
 

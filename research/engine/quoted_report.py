@@ -232,11 +232,26 @@ def _answers_directly(
     """Whether a group's lead quotation answers ``question`` directly: it is relevant (its
     ``relevance``, 0–1, reaches :data:`SUPPORTS_RELEVANCE`), carries the kind of value the
     question asks for and names the subject the question names (the checks that otherwise
-    make a stated gap, :func:`research.engine.gaps.unanswered`; ``named`` as there)."""
+    make a stated gap, :func:`research.engine.gaps.unanswered`; ``named`` as there). A
+    quotation that only asks questions (a forum post's question, a FAQ's heading) answers
+    nothing, however well it matches."""
     lead = group[0]
-    if relevance < SUPPORTS_RELEVANCE:
+    if relevance < SUPPORTS_RELEVANCE or _asks(lead.excerpt):
         return False
     return not unanswered(question, [lead], sources, named)
+
+
+# The end of a sentence: its closing mark, and any closing quotation marks or brackets.
+_SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*(?=\s|$)")
+
+
+def _asks(text: str) -> bool:
+    """Whether ``text`` ends by asking: its last sentence ends with a question mark. What
+    comes before ("I rebased a branch last month. Is it still in the reflog?") is the asker's
+    setting, not an answer; a question answered in the passage ("Is it kept? Yes, 90
+    days.") ends with the answer."""
+    ends = [match.group(0) for match in _SENTENCE_END.finditer(text.strip())]
+    return bool(ends) and ends[-1].startswith("?")
 
 
 @dataclass(frozen=True)

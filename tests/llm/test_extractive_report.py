@@ -444,3 +444,22 @@ def test_a_quotation_its_own_section_has_no_room_for_is_shown_under_another_it_a
     }
     assert ["x"] not in shown["q2"] and len(shown["q2"]) == 6
     assert ["x"] in shown["q1"]
+
+
+def test_a_quotation_that_ends_by_asking_is_no_answer():
+    plan = make_plan("How long does Quillpad keep deleted notes?")
+    evidence = [
+        make_evidence(
+            "e1",
+            "I deleted a Quillpad note last month. How long does Quillpad keep deleted notes?",
+            "q1",
+            relevance=0.95,
+        ),
+        make_evidence(
+            "e2", "Quillpad keeps deleted notes in the bin for 30 days.", "q1", source_id="s2"
+        ),
+    ]
+    report = ExtractiveModelClient().synthesize(synthesis_request(plan, evidence)).value
+    labels = {s.evidence_ids[0]: s.label for s in report.sections[0].statements if s.label}
+    assert labels == {"e1": "Supporting", "e2": "Answer"}
+    assert report.executive_summary[0].evidence_ids == ["e2"]
