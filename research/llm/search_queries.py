@@ -22,8 +22,14 @@ _QUERY_DROP = QUESTION_FILLER | word_set(
     """known case context number amount since won't can't doesn't didn't couldn't shouldn't
     wouldn't haven't hasn't something anything someone anyone lot lots going"""
 )
+# A word for the kind of answer the question asks, first match wins (answer-type query
+# expansion: Li & Roth, "Learning question classifiers", COLING 2002, for the kinds). A
+# question asking how many or how much something "can" take asks for a capacity, which
+# documentation states as a maximum ("the maximum number of attached databases"); other
+# counts and amounts are figures.
 _EXPANSIONS = (
     (re.compile(r"^why\b|\bcause|\breason|\bdriver", re.I), "causes"),
+    (re.compile(r"^how (?:many|much)\b.*\b(?:can|could|may)\b", re.I), "maximum"),
     (re.compile(r"^how (?:much|many|large|big|often|long|fast)\b|\bnumber of\b", re.I), "figures"),
     (re.compile(r"^how (?:do|does|did|is|are)\b.*\bwork", re.I), "explained"),
     (re.compile(r"\bcompare\b|\bversus\b|\bvs\b|^which is\b", re.I), "comparison"),

@@ -168,6 +168,16 @@ def test_each_question_gets_differently_worded_searches():
     assert len({fingerprint_query(q).key for q in queries}) == len(queries) >= 2
 
 
+def test_a_question_about_how_many_something_can_take_searches_for_the_maximum():
+    capacity = search_queries("How many tables can I join in a single query?")
+    count = search_queries("How many heat pumps were installed in Solvik in 2023?")
+    amount = search_queries("How much output can a child process write before it is killed?")
+
+    assert capacity[1].split()[-1] == "maximum"
+    assert amount[1].split()[-1] == "maximum"
+    assert count[1].split()[-1] == "figures"
+
+
 def test_decompose_never_returns_duplicate_questions():
     questions = decompose("What is CRISPR? What is CRISPR?").questions
 
