@@ -36,6 +36,12 @@ _EXPANSIONS = (
     (re.compile(r"^when\b", re.I), "date"),
 )
 
+# "What is X?" asks for a definition (Li & Roth's DESC:definition). When such a question is
+# too short for a subject-only second search, "definition" rather than "report" is the word
+# its second search adds: a glossary or reference page speaks of its terms' definitions,
+# while "report" is a word of the news and study pages that fallback serves.
+_DEFINITION = re.compile(r"^what (?:is|are)\b", re.I)
+
 
 def _query_words(text: str) -> list[str]:
     """The question's keywords as spelled, once per stem. A lone lower-case letter ("v" of
@@ -60,7 +66,8 @@ def search_queries(
     The first is the question's keywords; the second adds a word for the kind of answer wanted
     (causes, figures, an official report…) or, when the wording names no such kind, is the
     first ``_SHORT_QUERY_WORDS`` keywords alone (the subject, without the asker's other
-    words), and "report" is added only to a question too short for that; the third anchors the keywords with terms of the
+    words), and "report" ("definition" for "What is X?") is added only to a question too
+    short for that; the third anchors the keywords with terms of the
     overall objective the sub-question lacks. They differ in content words, so the engine never
     treats them as equivalent searches.
     """
@@ -76,7 +83,7 @@ def search_queries(
     if expansion is None and len(words) > _SHORT_QUERY_WORDS:
         queries.append(" ".join(words[:_SHORT_QUERY_WORDS]))
     else:
-        expansion = expansion or "report"
+        expansion = expansion or ("definition" if _DEFINITION.search(question) else "report")
         if not {stem(word) for word in expansion.split()} <= present:
             queries.append(f"{base} {expansion}")
     anchor = [word for word in _query_words(objective) if stem(fold(word)) not in present][:3]

@@ -233,6 +233,8 @@ def test_a_question_naming_no_answer_kind_is_searched_again_by_its_subject():
     short = "What is the identity map in SQLAlchemy?"
 
     assert search_queries(long, objective=long)[1] == "open database lives memory"
-    # Too short to shorten: the second search adds a word instead.
-    assert search_queries(short, objective=short)[1] == "identity map SQLAlchemy report"
+    # Too short to shorten: the second search adds a word instead, "definition" for a
+    # question asking what something is.
+    assert search_queries(short, objective=short)[1] == "identity map SQLAlchemy definition"
+    assert search_queries("Who runs Harwick Metro?")[1] == "runs Harwick Metro report"
     assert search_queries("Why do databases grow?", objective="")[1].endswith("causes")
