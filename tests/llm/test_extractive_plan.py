@@ -178,6 +178,14 @@ def test_a_question_about_how_many_something_can_take_searches_for_the_maximum()
     assert count[1].split()[-1] == "figures"
 
 
+def test_the_askers_own_verbs_are_not_searched_for():
+    seen = search_queries("How can I see the SQL a query builder will produce?")[0].split()
+    needed = search_queries("Which compiler version do I need for the examples?")[0].split()
+
+    assert "see" not in seen and "produce" in seen
+    assert "need" not in needed and "examples" in needed
+
+
 def test_decompose_never_returns_duplicate_questions():
     questions = decompose("What is CRISPR? What is CRISPR?").questions
 
