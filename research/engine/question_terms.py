@@ -9,7 +9,8 @@ default, a "because"), and ``answer_shape_bonus`` rewards a passage of that shap
 ``question_terms`` gives a question's weighted terms and its focus: names weigh half, and the
 focus is what the question asks about beyond them. ``answer_type_terms`` are the words naming
 the kind of answer ("which dates", "how long"): an answer of that shape stands for them.
-``TermWeights`` is the clipped inverse document frequency the coverage of those terms is
+``quoted_phrases`` are the strings a question quotes (an error message, an option's wording),
+to be matched as phrases. ``TermWeights`` is the clipped inverse document frequency the coverage of those terms is
 weighed by; ``jaccard`` measures overlap. Passage selection (:mod:`research.llm.selection`),
 the extractive backend and the quoted report use them.
 """
@@ -17,7 +18,7 @@ the extractive backend and the quoted report use them.
 import math
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from research.engine.text import (
@@ -47,6 +48,9 @@ _NAME_SCALE = 0.5
 # a part is shared with other names ("max" of "max_buffer"), yet prose about the name speaks
 # of it by its parts ("more than 10 listeners").
 _NAME_PART_SCALE = 0.5
+# A quoted string of fewer content terms than this is a word in quotes ("the word 'lazy'"), no
+# phrase: a phrase match needs at least two terms in order to say more than the terms do.
+_MIN_PHRASE_TERMS = 2
 # Clipping of the idf: no single rare word decides everything, no common one counts for nothing.
 _MIN_WEIGHT = 0.3
 _MAX_WEIGHT = 3.0
@@ -322,6 +326,31 @@ def jaccard(first: Collection[str], second: Collection[str]) -> float:
         return 0.0
     union = len(set(first) | set(second))
     return len(set(first) & set(second)) / union
+
+
+# Text the question quotes: straight or curly double quotes, or backticks. Single quotes are
+# left out: they are apostrophes far more often ("don't", "Rust's").
+_QUOTED = re.compile(r'"([^"]+)"|\u201c([^\u201d]+)\u201d|`([^`]+)`')
+
+
+def quoted_phrases(question: str) -> list[tuple[str, ...]]:
+    """The content-term sequences of the strings ``question`` quotes, those of two terms or
+    more: a passage holding one in order holds what the asker saw or typed, word for word."""
+    phrases = []
+    for match in _QUOTED.finditer(question):
+        terms = tuple(content_terms(next(group for group in match.groups() if group)))
+        if len(terms) >= _MIN_PHRASE_TERMS and terms not in phrases:
+            phrases.append(terms)
+    return phrases
+
+
+def holds_phrase(terms: Sequence[str], phrase: Sequence[str]) -> bool:
+    """Whether the term sequence ``terms`` holds ``phrase`` as consecutive terms."""
+    width = len(phrase)
+    return any(
+        tuple(terms[start : start + width]) == tuple(phrase)
+        for start in range(len(terms) - width + 1)
+    )
 
 
 def entity_terms(question: str) -> frozenset[str]:

@@ -36,10 +36,9 @@ from research.engine.contracts import (
     Statement,
     SynthesisRequest,
 )
+from research.engine.gaps import stated_gap, unanswered
 from research.engine.ledger import content_order
-from research.engine.pool_rank import names_subject as pool_names_subject
 from research.engine.pool_rank import rank_pool
-from research.engine.quality import subject_names
 from research.engine.question_terms import (
     NEAR_DUPLICATE,
     SUPPORTS_RELEVANCE,
@@ -47,7 +46,6 @@ from research.engine.question_terms import (
     answer_type_terms,
     jaccard,
     question_terms,
-    wanted_value,
 )
 from research.engine.text import content_terms
 
@@ -57,9 +55,6 @@ MAX_FINDINGS_SOLE_QUESTION = 10
 MIN_FINDINGS_SHOWN = 2
 _STRONG_CLASSES = frozenset({"primary", "official"})
 _RELEVANT_BP = round(SUPPORTS_RELEVANCE * BASIS_POINTS)
-# Text whose digits state no value: a web address, a bracketed footnote or reference mark and
-# a manual page's section ("git-am(1)", "signal(7)").
-_NOT_VALUES = re.compile(r"\b(?:https?|ftp)://\S+|\[\d{1,3}\]|(?<=\w)\(\d[a-z]?\)")
 
 METHODOLOGY = (
     "Extractive report: no language model is configured, so this report quotes the retrieved "
@@ -230,11 +225,11 @@ def _answers_directly(
     """Whether a group's lead quotation answers ``question`` directly: it is relevant (its
     ``relevance``, 0–1, reaches :data:`SUPPORTS_RELEVANCE`), carries the kind of value the
     question asks for and names the subject the question names (the checks that otherwise
-    make a stated gap, :func:`_unanswered`)."""
+    make a stated gap, :func:`research.engine.gaps.unanswered`)."""
     lead = group[0]
     if relevance < SUPPORTS_RELEVANCE:
         return False
-    return not _unanswered(question, [lead], sources)
+    return not unanswered(question, [lead], sources)
 
 
 def _section(
@@ -280,7 +275,7 @@ def _section(
             return True
         return any(
             pool.relevance(item) >= SUPPORTS_RELEVANCE
-            and not _unanswered(question.text, [item], sources)
+            and not unanswered(question.text, [item], sources)
             for item in group
         )
 
@@ -419,43 +414,6 @@ def _report_sides(
     ]
 
 
-def _unanswered(question: str, quoted: list[Evidence], sources: dict[str, SourceSummary]) -> str:
-    """Why the quotations ``quoted`` for ``question`` do not answer it, or "": none carries the
-    kind of value it asks for (a date, a version, a figure), or none — nor its source's title
-    or address — names the subject the question names. Quoting loosely related passages is
-    no answer, and the report says so instead of implying one."""
-    names = subject_names([question])
-
-    def names_subject(item: Evidence) -> bool:
-        return pool_names_subject(item, names, sources)
-
-    value = wanted_value(question)
-    focus = question_terms(question)[1]
-
-    def speaks_to_focus(item: Evidence) -> bool:
-        return not focus or bool(
-            focus & set(content_terms(f"{item.excerpt} {item.locator.heading or ''}"))
-        )
-
-    # The value must stand in a quotation about the subject and about what is asked of it: a
-    # date in a passage about another product, or a year in a passage about the lake's
-    # phosphorus for a question about its eels, answers nothing. The digits of a web address,
-    # a footnote mark ("[2]") or a manual page's section ("git-am(1)") are no value.
-    if value and not any(
-        (
-            value[1].search(_NOT_VALUES.sub(" ", item.excerpt))
-            or value[1].search(_NOT_VALUES.sub(" ", item.locator.heading or ""))
-        )
-        and names_subject(item)
-        and speaks_to_focus(item)
-        for item in quoted
-    ):
-        return f"No quoted excerpt states {value[0]} for: {question}"
-    if names and not any(names_subject(item) for item in quoted):
-        return f"No quoted excerpt or source names what the question asks about: {question}"
-    return ""
-
-
 def _summary_lead(
     question_id: str,
     findings: list[Statement],
@@ -545,7 +503,7 @@ def write_extractive_report(request: SynthesisRequest, *, note: str | None = Non
             )
             sections.append(section)
             quoted = [item for item in shown if any(item.id in f.evidence_ids for f in findings)]
-            description = _unanswered(question.text, quoted, sources)
+            description = stated_gap(question.text, quoted, sources, shown)
         if description and question.id not in gap_questions:
             gaps.append(ReportGap(question_id=question.id, description=description))
         if question.id in required:

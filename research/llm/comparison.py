@@ -137,6 +137,20 @@ def _split_tail(a: str, b: str) -> tuple[str, str, str]:
     return b, "", ""
 
 
+_SIDE_PREPOSITION = r"(?:with|by|via|using|through|from|in|on|over|under)"
+
+
+def _share_head(a: str, b: str) -> str:
+    """ "reading a file with streams or with readFile": a second side that is only the
+    preposition phrase of the first shares the first side's head ("reading a file with
+    readFile")."""
+    lead = re.match(rf"^(?P<prep>{_SIDE_PREPOSITION})\s", b, re.IGNORECASE)
+    if not lead:
+        return b
+    at = re.search(rf"\s{re.escape(lead.group('prep'))}\s", a, re.IGNORECASE)
+    return f"{a[: at.start()]} {b}" if at else b
+
+
 def _indefinite(text: str) -> str:
     """The side without "the" but with "a"/"an": "a Roth IRA" reads as a question's subject,
     "the" adds nothing the other templates do not add themselves."""
@@ -261,6 +275,7 @@ def find_comparison(part: str, *, subject: str = "") -> Comparison | None:
             b = _indefinite(b)
         if not a or not b:
             continue
+        b = _share_head(a, b)
         distributed = False
         if anaphoric:
             a = subject or a
@@ -301,6 +316,8 @@ def _plural(item: str) -> bool:
     words = item.split()
     if " and " in f" {item} ":
         return True
+    if words and re.fullmatch(r"[a-z]+ing", words[0]):
+        return False  # a gerund phrase is one activity: "reading many files is…"
     last = words[-1] if words else ""
     return (
         last.isalpha()

@@ -98,6 +98,28 @@ def _cut_at_verb(words: list[str]) -> list[str]:
     return words
 
 
+# "How do I undo a commit", "How can we log the queries": a question about what the asker
+# does to something.
+_ACTOR = re.compile(
+    r"^(?:how|when|why|where)\s+(?:do|does|did|can|could|should|would|will)\s+(?:i|we|you)\s+"
+    r"(?P<verb>[a-z]+)\s+(?P<object>.+)$",
+    re.IGNORECASE,
+)
+# A negation or a subordinating conjunction ends the thing a clause is about: "my database
+# file | not smaller after I delete rows", "the cache | when the server restarts".
+_CLAUSE_BREAK = re.compile(
+    r"\s+(?:not|never|no longer|after|when|whenever|if|unless|because|while|before|since|"
+    r"until|once)\s.*$",
+    re.IGNORECASE,
+)
+
+
+def _cut_at_clause(text: str) -> str:
+    """``text`` up to a negation or a subordinate clause, when something is left before it."""
+    cut = _CLAUSE_BREAK.sub("", text)
+    return cut if cut.strip() else text
+
+
 def find_subject(first_part: str) -> Subject:
     """What the first part of a question is about.
 
@@ -121,6 +143,11 @@ def find_subject(first_part: str) -> Subject:
             # "how long did the drought last": the last word is the verb, not the thing.
             words = words[:-1]
         return Subject(" ".join(words), measure.group("x"))
+    actor = _ACTOR.match(text)
+    if actor:
+        # "How do I show the SQL that … emits": what the asker acts on is what "it" means.
+        entity = _cut_at_clause(actor.group("object"))
+        return Subject(entity, entity)
     lead = re.sub(rf"^(?:{_WH}\s+)?(?:{_AUX}\s+)?", "", text, flags=re.IGNORECASE)
     lead = re.sub(r"^(?:caused|causes|cause|drives|drove|explains?)\s+", "", lead, flags=re.I)
     did = re.match(rf"^(?i:{_WH}\s+(?:do|does|did)\s+)(?P<x>.+?)\s+(?P<verb>[a-z]+)$", text)
@@ -140,13 +167,18 @@ def find_subject(first_part: str) -> Subject:
     if re.match(rf"^(?:what|which)\s+(?!{_AUX}\b)", text, re.IGNORECASE):
         # "Which grant rules change in 2024": the words before the verb.
         lead = " ".join(_cut_at_verb(lead.split()))
-    return Subject(lead, lead)
+    return Subject(_cut_at_clause(lead), lead)
 
 
 def split_parts(objective: str, *, keep_bare: bool = False) -> list[str]:
     """The separate questions inside ``objective`` ("What is X and how does it work?"); a
     bare "why" is kept when ``keep_bare`` (it asks about the statements before it)."""
-    parts = [_clean(part) for part in _PART_SPLIT.split(objective)]
+    parts: list[str] = []
+    for part in (_clean(piece) for piece in _PART_SPLIT.split(objective)):
+        if parts and _CONDITIONAL_FOLLOW_UP.fullmatch(parts[-1]):
+            parts[-1] = f"{parts[-1]}, {part}"  # "If not, what should I use instead"
+        else:
+            parts.append(part)
     return [
         part
         for part in parts
@@ -228,6 +260,9 @@ def _resolve_references(part: str, subject: Subject, first_part: str = "") -> st
     "main driver" or "on which dates" to the question before."""
     if not subject:
         return part
+    if first_part and _CONDITIONAL_FOLLOW_UP.match(_clean(part)):
+        # "If not, what should I use instead?" asks on the answer to the question before it.
+        return f"{_as_question(first_part)} {_as_question(part)}"
     completed = _complete_ellipsis(part, first_part)
     if completed is not None:
         return completed
@@ -251,6 +286,50 @@ def _resolve_references(part: str, subject: Subject, first_part: str = "") -> st
         joiner = " of " if _RELATIONAL_NOUN.search(_clean(part)) else " in the case of "
         resolved = f"{_clean(part)}{joiner}{anchor}"
     return resolved
+
+
+# "If not, …", "If so, …", "Otherwise, …", "If that fails, …": a part conditional on the
+# answer to the part before it.
+_CONDITIONAL_FOLLOW_UP = re.compile(
+    r"(?:if\s+(?:not|so|yes|no|that|this|it|they)\b|otherwise\b|else\b)", re.IGNORECASE
+)
+# After a comparison: a part asking how the sides differ, and words standing for the sides
+# ("when should I use each", "which of them is faster").
+_DIFFERENCE = re.compile(r"\bdiffer(?:s|ence|ences|ent)?\b", re.IGNORECASE)
+_SIDES_EACH = re.compile(r"\b(?:each|either)\b(?!\s+of\b)", re.IGNORECASE)
+_SIDES_PRONOUN = re.compile(r"\b(?:them|they|both)\b", re.IGNORECASE)
+
+
+def _why_of(part: str) -> str | None:
+    """ "Is X safer than Y? Why?" → "Why is X safer than Y?": a bare "why" after a yes/no
+    question asks the reason for its answer; after any other question it adds nothing."""
+    first = _clean(part)
+    if re.match(rf"^{_AUX}\b", first, re.IGNORECASE):
+        return _as_question(f"Why {first[:1].lower()}{first[1:]}")
+    return None
+
+
+def _after_comparison(part: str, comparison: Comparison, compared_part: str) -> str | None:
+    """What a part following a comparison asks, or ``None`` when the comparison's own
+    questions ask it already ("…safer than Y? What is the difference?" asks how they differ;
+    "Is X safer than Y? Why?" asks why; "…, and when should I use each?" asks about both
+    sides), or ``""`` when it is a question of its own."""
+    text = _clean(part)
+    a, b = comparison.items
+    if _DIFFERENCE.search(text) and len(content_terms(text, drop=QUESTION_FILLER)) <= 2:
+        if comparison.difference:
+            return None
+        both = "do" if re.search(r"\b(?:and|or)\b", a) else "does"
+        return _as_question(f"How {both} {a} differ from {b}")
+    if re.fullmatch(r"why", text, re.IGNORECASE):
+        return _why_of(compared_part)
+    if _SIDES_EACH.search(text) or _SIDES_PRONOUN.search(text):
+        resolved = _SIDES_EACH.sub(lambda m: f"{m.group(0)} of {a} and {b}", text, count=1)
+        resolved = _SIDES_PRONOUN.sub(f"{a} and {b}", resolved, count=1)
+        return _to_question(resolved)
+    if len(content_terms(text, drop=QUESTION_FILLER)) <= 1:
+        return None
+    return ""
 
 
 # A personal pronoun, an auxiliary or a wh-word marks a clause rather than a noun phrase.
@@ -315,19 +394,29 @@ def decompose(objective: str, *, limit: int = 6) -> Decomposition:
     """Break ``objective`` into at most ``limit`` sub-questions (at least one)."""
     context, asked = split_context(objective)
     asked = _move_setting(asked)
-    parts = split_parts(asked, keep_bare=bool(context)) or [_clean(asked)]
+    parts = split_parts(asked, keep_bare=True) or [_clean(asked)]
     subject = find_subject(parts[0])
     questions: list[SubQuestion] = []
     topics: list[str] = []
-    compared = False
+    compared: tuple[Comparison, str] | None = None
     for index, raw_part in enumerate(parts):
-        if compared and len(content_terms(raw_part, drop=QUESTION_FILLER)) <= 1:
-            continue  # "…safer than Y? What is the difference?": the comparison asks it already
+        if compared is not None:
+            follow_up = _after_comparison(raw_part, *compared)
+            if follow_up is None:
+                continue
+            if follow_up:
+                questions.append(SubQuestion(follow_up, "The follow-up to the comparison."))
+                continue
+        if index and not context and re.fullmatch(_WH, raw_part, re.IGNORECASE):
+            why = _why_of(parts[0]) if raw_part.casefold() == "why" else None
+            if why is not None:
+                questions.append(SubQuestion(why, "The why part of the question."))
+            continue
         # With statements before the question, every part keeps them: "it" reads as asked.
         part = _resolve_references(raw_part, subject, parts[0]) if index and not context else raw_part
         comparison = find_comparison(raw_part if index else part, subject=subject.measure)
         if comparison is not None:
-            compared = True
+            compared = (comparison, raw_part if index else part)
             questions.extend(comparison_questions(comparison))
             topics.extend(comparison.topics)
             continue
@@ -352,7 +441,13 @@ def decompose(objective: str, *, limit: int = 6) -> Decomposition:
     questions = [_with_context(question, context) for question in questions]
     unique: list[SubQuestion] = []
     for question in questions:
-        if all(_terms_overlap(question.text, kept.text) < 1.0 for kept in unique):
+        # The same words asked with another wh-word ("Why is X free?" after "Is X free?") is
+        # another question.
+        if all(
+            _terms_overlap(question.text, kept.text) < 1.0
+            or _wh_word(question.text) != _wh_word(kept.text)
+            for kept in unique
+        ):
             unique.append(question)
     return Decomposition(
         questions=unique[:limit],

@@ -37,33 +37,23 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import bm25s
-
 from research.engine.contracts import EXCERPT_MAX_CHARS, Block
-from research.engine.planted import is_planted
 from research.engine.question_terms import (
     _QUANTITY,
     SUPPORTS_RELEVANCE,
     QuestionKind,
-    TermWeights,
     answer_shape,
     answer_type_terms,
+    holds_phrase,
     question_kind,
     question_terms,
+    quoted_phrases,
 )
 from research.engine.text import stem
 from research.llm.diversity import mmr_order, near_duplicate, overlap_of
-from research.llm.passage_units import min_cover_proximity, window_members
-from research.llm.text import (
-    Segment,
-    content_terms,
-    excerpt_span,
-    find_abbreviations,
-    joins_previous,
-    points_back,
-    segment_blocks,
-    segment_text,
-)
+from research.llm.passage_page import PassagePage
+from research.llm.passage_units import min_cover_proximity
+from research.llm.text import content_terms
 
 # --------------------------------------------------------------------------------------------
 # Ranking constants: every number the passage score is made of (docs/llm.md, "Passage ranking")
@@ -84,6 +74,13 @@ W_HEADING = 0.05
 # An answer of the wanted shape (a number for "how many") is worth as much as BM25: enough to
 # lift the passage stating the value over one that only repeats the question's words.
 W_SHAPE = 0.15
+# A passage holding a string the question quotes, its terms in order ("Permission denied:
+# cannot open the lock file"), states what the asker saw word for word: the ordered
+# phrase match of term-dependence retrieval models (Metzler & Croft, SIGIR 2005), worth a
+# little less than the answer's shape, since the quoted words are the question's, not its
+# answer. A code block holding the quoted string (a printed error, a command's output) is a
+# candidate for any question: it is the text asked about, not a usage sample.
+W_PHRASE = 0.1
 # The share a title term counts for in every passage: most of a full match, because every
 # sentence of a page about a named thing is about it (passage retrieval interpolates a
 # passage's score with its document's, Callan, SIGIR 1994); less than a full one, so the
@@ -113,22 +110,6 @@ SHORT_WORDS = 8
 SHORT_PENALTY = 0.1
 META_PENALTY = 0.2
 DANGLING_PENALTY = 0.15
-# Passage units beyond single sentences (research/llm/passage_units.py): windows of up to
-# three consecutive sentences of one block (an answer stated over two sentences, or a
-# sentence resting on the one before: "This option overrides this restriction if …"), at
-# most 400 characters (four average sentences of reference prose, well inside an excerpt), and
-# whole blocks of several sentences up to the same length (a list item describing an option
-# and ending with its "Default: 1024 * 1024."). A window's terms are the union of its
-# sentences'; each sentence it adds costs 0.05 of score (a whole block 0.05 once: its author
-# wrote it as one description, as passages from document structure take it, Kaszkiel &
-# Zobel 1997), less than a question term of average
-# weight (0.55 × ~0.2), the answer's shape (0.15) or a resolved pointing-back sentence
-# (DANGLING_PENALTY) bring, so a window wins only when the added sentence brings one of them,
-# and a single sentence that already says everything stays ahead.
-WINDOW_SENTENCES = 3
-WINDOW_MAX_CHARS = 400
-SHORT_BLOCK_CHARS = 400
-WINDOW_COST = 0.05
 
 # Sentences about the document rather than the world ("This page summarises…").
 _META = re.compile(
@@ -177,17 +158,6 @@ def _penalty(passage: str) -> float:
     return penalty
 
 
-def _usable(segment: Segment, text: str) -> bool:
-    if segment.kind == "heading":
-        return False
-    if segment.kind == "code":
-        # Quoted only whole: a block longer than an excerpt may be cannot be quoted at all.
-        return segment.end - segment.start <= EXCERPT_MAX_CHARS
-    words = text[segment.start : segment.end].split()
-    has_number = any(char.isdigit() for char in text[segment.start : segment.end])
-    return len(words) >= 5 or (has_number and len(words) >= 3)
-
-
 # A sentence that announces what follows ("They take effect in three steps:", "the changes
 # below", "enter the following command:") answers through the passages after it, which rarely
 # repeat the question's words: the figures, and for a procedure the code blocks, of the next
@@ -210,7 +180,7 @@ _VALUE_LOOKAHEAD = 3
 
 
 def _follow_announcements(
-    page: "_Page", relevance: dict[int, float], *, procedure: bool
+    page: "PassagePage", relevance: dict[int, float], *, procedure: bool
 ) -> None:
     """Let the figures, dates and (for a procedure) code blocks that follow a relevant
     announcing sentence share its relevance, so the announced details can be quoted too."""
@@ -246,7 +216,7 @@ def _follow_announcements(
                 relevance[following] = inherited
 
 
-def _is_value_block(page: "_Page", index: int, following: int) -> bool:
+def _is_value_block(page: "PassagePage", index: int, following: int) -> bool:
     """Whether ``following`` is a short value block of passage ``index``'s description: a later
     segment of the page under the same heading (the caller takes the first such after the
     description), in a block of its own, short, with a figure."""
@@ -261,141 +231,8 @@ def _is_value_block(page: "_Page", index: int, following: int) -> bool:
     )
 
 
-@dataclass
-class _Page:
-    """One snapshot cut into passages, with what scoring them needs."""
-
-    text: str
-    segments: list[Segment]
-    usable: list[int]
-    own_terms: dict[int, frozenset[str]]
-    positions: dict[int, dict[str, list[int]]]
-    heading_terms: dict[int, frozenset[str]]
-    topic_terms: frozenset[str]
-    weights: TermWeights
-    retriever: bm25s.BM25
-    # Units of several segments: their index in ``segments`` (appended after the page's own
-    # segments) → the indices of the segments they join.
-    members: dict[int, tuple[int, ...]]
-    # The units among them that are a whole block.
-    whole: set[int]
-
-    @classmethod
-    def build(cls, text: str, title: str, blocks: Sequence[Block] = ()) -> "_Page | None":
-        segments = segment_blocks(text, blocks) if blocks else segment_text(text)
-        hostile = {
-            segment.paragraph
-            for segment in segments
-            # Text shaped as instructions to a program never steers us (the decider sees no
-            # page text), but quoting it would repeat the attacker's claim: its whole
-            # paragraph stays out of the evidence.
-            if is_planted(text[segment.start : segment.end])
-        }
-        usable = [
-            i
-            for i, segment in enumerate(segments)
-            if segment.paragraph not in hostile and _usable(segment, text)
-        ]
-        if not usable:
-            return None
-        members: dict[int, tuple[int, ...]] = {}
-        whole: set[int] = set()
-        for unit, is_block in window_members(
-            segments,
-            max_sentences=WINDOW_SENTENCES,
-            max_chars=WINDOW_MAX_CHARS,
-            block_chars=SHORT_BLOCK_CHARS,
-            excluded_paragraphs=hostile,
-        ).items():
-            first, last = segments[unit[0]], segments[unit[-1]]
-            whole.update([len(segments)] if is_block else [])
-            members[len(segments)] = unit
-            segments.append(Segment(first.start, last.end, first.kind, first.paragraph, first.heading))
-        # "the mean SPF was 2.6" speaks of the seasonal performance factor the page defined.
-        abbreviations = find_abbreviations(text)
-
-        def positions_of(passage: str) -> dict[str, list[int]]:
-            found: dict[str, list[int]] = {}
-            for position, term in enumerate(content_terms(passage)):
-                for each in {term} | abbreviations.get(term, frozenset()):
-                    found.setdefault(each, []).append(position)
-            return found
-
-        positions = {}
-        for i in usable:
-            positions[i] = positions_of(text[segments[i].start : segments[i].end])
-            if segments[i].kind == "code" and i > 0 and segments[i - 1].kind != "heading":
-                # Code names few words of English: the sentence introducing it ("To install
-                # on Linux, run:") says what it does, and its terms stand for the block's.
-                for term in positions_of(text[segments[i - 1].start : segments[i - 1].end]):
-                    positions[i].setdefault(term, [])
-        for i in members:
-            positions[i] = positions_of(text[segments[i].start : segments[i].end])
-        own_terms = {i: frozenset(positions[i]) for i in [*usable, *members]}
-        heading_terms = {i: frozenset(positions_of(segments[i].heading)) for i in own_terms}
-        first_heading = next((s for s in segments if s.kind == "heading"), None)
-        topic_text = (
-            title + " " + (text[first_heading.start : first_heading.end] if first_heading else "")
-        )
-        retriever = bm25s.BM25()
-        retriever.index(
-            [
-                [t for t, at in positions[i].items() for _ in at or [0]]
-                + list(heading_terms[i])
-                or ["\x00"]
-                for i in usable
-            ],
-            show_progress=False,
-        )
-        return cls(
-            text=text,
-            segments=segments,
-            usable=usable,
-            own_terms=own_terms,
-            positions=positions,
-            heading_terms=heading_terms,
-            topic_terms=frozenset(content_terms(topic_text)),
-            weights=TermWeights(own_terms[i] | heading_terms[i] for i in usable),
-            retriever=retriever,
-            members=members,
-            whole=whole,
-        )
-
-    def passage(self, index: int) -> str:
-        return self.text[self.segments[index].start : self.segments[index].end]
-
-    def first(self, index: int) -> int:
-        """The page's own segment a unit starts with (the segment itself for a single one)."""
-        return self.members.get(index, (index,))[0]
-
-    def dangling(self, index: int) -> bool:
-        """Whether the unit opens by pointing back to a sentence it cannot be quoted with."""
-        first = self.first(index)
-        return points_back(self.segments[first], self.text) and not joins_previous(
-            self.segments, first, self.text
-        )
-
-    def length_cost(self, index: int) -> float:
-        """WINDOW_COST per sentence a window adds; once for a whole block, the unit its author
-        wrote as one description."""
-        added = len(self.members.get(index, (index,))) - 1
-        return WINDOW_COST * (min(added, 1) if index in self.whole else added)
-
-    def span(self, index: int) -> tuple[int, int]:
-        """The exact span of the snapshot quoted for a unit (:func:`excerpt_span`; a window
-        opening by pointing back is joined to the sentence before it when it fits)."""
-        if index not in self.members:
-            return excerpt_span(self.segments, index, self.text)
-        first, end = self.first(index), self.segments[index].end
-        start = self.segments[first].start
-        if joins_previous(self.segments, first, self.text):
-            joined = self.segments[first - 1].start
-            start = joined if end - joined <= EXCERPT_MAX_CHARS else start
-        return start, end
-
-
 def _score_question(
-    page: _Page, question: QuestionText
+    page: PassagePage, question: QuestionText
 ) -> tuple[dict[int, float], dict[int, float]]:
     """How well each passage answers ``question`` (relevance, 0–1) and the order to pick them
     in; passages below the floors are left out.
@@ -419,16 +256,25 @@ def _score_question(
     scores = {index: float(raw[position]) for position, index in enumerate(page.usable)}
     for index, unit in page.members.items():
         scores[index] = max((scores[i] for i in unit if i in scores), default=0.0)
+    phrases = quoted_phrases(question.text)
+    procedure = kind.kind == "procedure"
     for index in [*page.usable, *page.members]:
         segment = page.segments[index]
         passage = page.passage(index)
-        if segment.kind == "code" and kind.kind != "procedure":
+        quotes = bool(phrases) and any(
+            holds_phrase(content_terms(passage), phrase) for phrase in phrases
+        )
+        if segment.kind == "code" and not procedure and not quotes:
             continue
         if not about_publication and _PUBLICATION_LINE.match(passage):
             continue
         value = _passage_score(page, index, query, focus, kind, answer_types)
-        if shape is not None and (segment.kind == "code" or _shaped(shape, kind, page, index)):
+        if shape is not None and (
+            (segment.kind == "code" and procedure) or _shaped(shape, kind, page, index)
+        ):
             value += W_SHAPE
+        if quotes:
+            value += W_PHRASE
         value -= _penalty(passage) if segment.kind != "code" else 0.0
         if page.dangling(index):
             # "The same goes for the cost." means little without what came before.
@@ -438,13 +284,13 @@ def _score_question(
         if value >= MIN_RELEVANCE:
             relevance[index] = value
             lift[index] = W_BM25 * (scores[index] / top if top > 0 else 0.0)
-    _follow_announcements(page, relevance, procedure=kind.kind == "procedure")
+    _follow_announcements(page, relevance, procedure=procedure)
     best = max(relevance.values(), default=0.0)
     kept = {i: v for i, v in relevance.items() if v >= RELATIVE_FLOOR * best}
     return kept, {i: (1 - W_BM25) * v + lift.get(i, 0.0) for i, v in kept.items()}
 
 
-def _shaped(shape: re.Pattern[str], kind: QuestionKind, page: _Page, index: int) -> bool:
+def _shaped(shape: re.Pattern[str], kind: QuestionKind, page: PassagePage, index: int) -> bool:
     """Whether passage ``index`` has the answer's shape; a date may stand in its heading."""
     if shape.search(page.passage(index)):
         return True
@@ -452,7 +298,7 @@ def _shaped(shape: re.Pattern[str], kind: QuestionKind, page: _Page, index: int)
 
 
 def _passage_score(
-    page: _Page,
+    page: PassagePage,
     index: int,
     query: dict[str, float],
     focus: set[str],
@@ -501,7 +347,7 @@ def select_passages(
     have an equal share of ``max_items`` (the engine's room for one page); how many of them
     it gets is decided by the floors of :func:`_score_question`, not by a fixed count.
     """
-    page = _Page.build(text, title, blocks) if questions else None
+    page = PassagePage.build(text, title, blocks) if questions else None
     if page is None:
         return []
     own_terms = page.own_terms
@@ -520,23 +366,22 @@ def select_passages(
         scores = rank_score.get(question.id, {})
         ordered = sorted(scores, key=lambda i: (-scores[i], i))
         picks[question.id] = mmr_order(
-            ordered, scores, own_terms, limit=per_question, spans=spans, weight=MMR_LAMBDA
+            ordered, scores, own_terms, limit=max_items, spans=spans, weight=MMR_LAMBDA
+        )
+
+    def fits(candidate: int) -> bool:
+        # Diversity holds across questions too: one fact quoted twice is not two facts.
+        return candidate not in chosen and not any(
+            near_duplicate(own_terms[candidate], own_terms[i]) or overlap_of(spans, candidate, i)
+            for i in chosen
         )
 
     chosen: list[int] = []
     for turn in range(per_question):
         for question in questions:
             ranked = picks.get(question.id, [])
-            if turn >= len(ranked) or ranked[turn] in chosen:
-                continue
-            candidate = ranked[turn]
-            # Diversity holds across questions too: one fact quoted twice is not two facts.
-            if any(
-                near_duplicate(own_terms[candidate], own_terms[i]) or overlap_of(spans, candidate, i)
-                for i in chosen
-            ):
-                continue
-            chosen.append(candidate)
+            if turn < len(ranked) and fits(ranked[turn]):
+                chosen.append(ranked[turn])
     # A page that is all answer (sentence after sentence of changes) is quoted beyond the
     # per-question share, up to ``max_items``.
     strong = sorted(
@@ -546,18 +391,26 @@ def select_passages(
     for candidate in strong:
         if len(chosen) >= max_items:
             break
-        if not any(
-            near_duplicate(own_terms[candidate], own_terms[i]) or overlap_of(spans, candidate, i)
-            for i in chosen
-        ):
+        if fits(candidate):
             chosen.append(candidate)
+    # The room a question leaves unused (the page holds fewer answers to it than its share)
+    # goes to the other questions' next picks, in turns: the share is a fair division of the
+    # page's room, not a cap on a question the page answers at length.
+    extra: dict[str, list[int]] = {question.id: [] for question in questions}
+    for turn in range(per_question, max_items):
+        for question in questions:
+            ranked = picks.get(question.id, [])
+            if len(chosen) < max_items and turn < len(ranked) and fits(ranked[turn]):
+                chosen.append(ranked[turn])
+                extra[question.id].append(ranked[turn])
     passages = []
     for index in chosen[:max_items]:
         related = [
             q.id
             for q in questions
             if relevance.get((q.id, index), 0.0) >= SUPPORTS_RELEVANCE
-            or index in picks.get(q.id, [])
+            or index in picks.get(q.id, [])[:per_question]
+            or index in extra[q.id]
         ]
         best = max(relevance.get((qid, index), 0.0) for qid in related)
         start, end = spans[index]

@@ -356,3 +356,73 @@ def test_a_procedure_question_quotes_a_whole_code_block_and_others_never_do():
     whole = page.text[code.start : code.end]
     assert whole in quotes("How do I install the tool on Linux?")
     assert not any("curl" in excerpt for excerpt in quotes("Which systems does the tool run on?"))
+
+
+def test_a_code_block_holding_the_quoted_error_is_quoted_for_a_question_about_it():
+    from research.engine.contracts import ExtractionRequest, PlanQuestion
+    from research.sources.extract_html import extract_html
+
+    html = b"""<html><head><title>The session store</title></head><body><main>
+<h1>The session store</h1>
+<p>The session store keeps one record per visitor and flushes it after every request.</p>
+<p>If you read a record after the store has been closed, you get this error message:</p>
+<pre>StoreError: Reading from a closed session store.
+
+The store was closed before the record was read.
+Open it again with store.reopen() first.</pre>
+<p>The store can also be shared between workers of one host.</p>
+</main></body></html>"""
+    page = extract_html(html, url="https://docs.example.org/store")
+    code = next(b for b in page.blocks if b.kind == "code")
+
+    def quotes(question: str) -> list[str]:
+        request = ExtractionRequest(
+            source_id="src-1",
+            title=page.title,
+            kind="html",
+            text=page.text,
+            blocks=page.blocks,
+            questions=[PlanQuestion(id="q1", text=question)],
+        )
+        return [e.excerpt for e in ExtractiveModelClient().extract(request).value.evidence]
+
+    whole = page.text[code.start : code.end]
+    asked = quotes('My job fails with "StoreError: Reading from a closed session store". Why?')
+    assert whole in asked
+    # The same words unquoted are no phrase the asker saw: the code stays out.
+    unquoted = quotes("Why does my job fail with a store error when reading a closed session store?")
+    assert not any("reopen" in excerpt for excerpt in unquoted)
+
+
+def test_quoted_phrases_are_the_quoted_strings_of_two_terms_or_more():
+    from research.engine.question_terms import holds_phrase, quoted_phrases
+
+    phrases = quoted_phrases('Why does it print \u201cdisk quota exceeded\u201d and not "lazy"?')
+    assert phrases == [tuple(content_terms("disk quota exceeded"))]
+    assert holds_phrase(content_terms("Error: Disk quota exceeded (code 122)."), phrases[0])
+    assert not holds_phrase(content_terms("The disk was exceeded by its quota."), phrases[0])
+    assert quoted_phrases("Don't the user's settings win?") == []
+
+
+def test_the_room_a_question_leaves_unused_goes_to_the_others():
+    from research.llm.selection import QuestionText, select_passages
+
+    text = (
+        "Harbour ferries\n\n"
+        "A single ticket is sold at the pier kiosk for one crossing.\n\n"
+        "A return ticket is valid until midnight of the day of purchase.\n\n"
+        "A day ticket allows any number of crossings on one day.\n\n"
+        "A family ticket admits two adults and three children on one crossing.\n\n"
+        "A season ticket is sold only at the main office for a whole season.\n\n"
+        "The cafe on the north pier opens at eight in the morning."
+    )
+    questions = [
+        QuestionText("q1", "Which ferry tickets cover a crossing?"),
+        QuestionText("q2", "Where do the crews of the ferry train?"),
+    ]
+    passages = select_passages(text, questions, title="Harbour ferries", max_items=4)
+
+    # The page says nothing of the crews: the first question takes more than its half (2).
+    quoted = [text[p.start : p.end] for p in passages]
+    assert len(quoted) == 3 and all("crossing" in excerpt for excerpt in quoted)
+    assert all(p.question_ids == ("q1",) for p in passages)

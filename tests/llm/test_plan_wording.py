@@ -61,7 +61,51 @@ def test_a_comparative_with_than_is_a_comparison_per_side():
         "How safe is zircon rebase?",
         "How safe is a plain merge?",
         "Which is safer, zircon rebase or a plain merge?",
+        # "What is the difference?" asks how they differ, which "which is safer" does not.
+        "How does zircon rebase differ from a plain merge?",
     ]
+
+
+def test_a_follow_up_to_a_comparison_keeps_what_it_adds():
+    # "Why?" after a yes/no comparison asks the reason for its answer.
+    assert _texts("Is zircon rebase safer than a plain merge? Why?")[-1] == (
+        "Why is zircon rebase safer than a plain merge?"
+    )
+    # "each" stands for both sides.
+    assert _texts(
+        "What is the difference between zircon merge and zircon rebase, and when should I use each?"
+    )[-1] == ("When should I use each of zircon merge and zircon rebase?")
+    # After a difference question, "how do they differ" adds nothing.
+    assert _texts("How does Widget.spin() differ from Widget.halt()? What is the difference?") == [
+        "What is Widget.spin()?",
+        "What is Widget.halt()?",
+        "How does Widget.spin() differ from Widget.halt()?",
+    ]
+    # A second side that is only the first side's preposition phrase shares its head.
+    assert _texts("Which is faster, reading a file with streams or with Quill.read()?")[:2] == [
+        "How fast is reading a file with streams?",
+        "How fast is reading a file with Quill.read()?",
+    ]
+
+
+def test_follow_ups_name_what_they_ask_about():
+    # "it" is what the asker acts on, not the asker.
+    assert _texts("How do I show the queries that Quillpad sends? Can I log it to a file?") == [
+        "How do I show the queries that Quillpad sends?",
+        "Can I log the queries that Quillpad sends to a file?",
+    ]
+    # A negation ends the thing a clause is about.
+    assert (
+        _texts("Why is my Quillpad file not smaller after I delete notes? How do I shrink it?")[1]
+        == "How do I shrink my Quillpad file?"
+    )
+    # "If not, …" asks on the answer to the question before it.
+    assert _texts("Is Widget safe to share across threads? If not, what should I use instead?") == [
+        "Is Widget safe to share across threads?",
+        "Is Widget safe to share across threads? If not, what should I use instead?",
+    ]
+    # A bare "why" after a yes/no question asks the reason; the same words, another question.
+    assert _texts("Is Quillpad free? Why?") == ["Is Quillpad free?", "Why is Quillpad free?"]
 
 
 def test_a_difference_asks_what_each_side_is_and_how_they_differ():
@@ -83,8 +127,9 @@ def test_statements_before_the_question_stay_with_every_part():
         "My build fails with “error E12”",
         "What does that mean?",
     )
-    assert _texts("I removed half the files but the archive is as big as before. Why, and how do I "
-                  "shrink it?") == [
+    assert _texts(
+        "I removed half the files but the archive is as big as before. Why, and how do I shrink it?"
+    ) == [
         "I removed half the files but the archive is as big as before: why?",
         "I removed half the files but the archive is as big as before: how do I shrink it?",
     ]
@@ -93,8 +138,9 @@ def test_statements_before_the_question_stay_with_every_part():
 
 
 def test_a_follow_up_to_a_clause_keeps_the_first_question_instead_of_gluing_it():
-    texts = _texts("Which Zircon version lets me write async handlers, and do I need anything "
-                   "extra?")
+    texts = _texts(
+        "Which Zircon version lets me write async handlers, and do I need anything extra?"
+    )
     assert texts == [
         "Which Zircon version lets me write async handlers?",
         "Which Zircon version lets me write async handlers? Do I need anything extra?",
@@ -107,7 +153,6 @@ def test_listed_items_do_not_repeat_the_preposition_or_take_a_second_predicate()
         "What level does Tarn use for debug builds?",
         "What level does Tarn use for release builds?",
     ]
-    assert _texts("How can I open a database that lives only in memory and never touches the "
-                  "disk?") == [
+    assert _texts(
         "How can I open a database that lives only in memory and never touches the disk?"
-    ]
+    ) == ["How can I open a database that lives only in memory and never touches the disk?"]

@@ -1,0 +1,85 @@
+"""The report's gap check (research/engine/gaps.py): a question is answered only by quotations
+that speak of everything it names, and a count only by a figure, not a release or a date."""
+
+from research.engine.contracts import SourceSummary
+from research.engine.gaps import stated_gap, unnamed_subject
+from research.llm.extractive import ExtractiveModelClient
+from tests.llm.factories import make_evidence, make_plan, synthesis_request
+
+
+def _gaps(question: str, *excerpts: str) -> list[str]:
+    plan = make_plan(question)
+    evidence = [
+        make_evidence(f"e{n}", excerpt, "q1", source_id=f"s{n}")
+        for n, excerpt in enumerate(excerpts, start=1)
+    ]
+    report = ExtractiveModelClient().synthesize(synthesis_request(plan, evidence)).value
+    return [gap.description for gap in report.gaps if gap.question_id == "q1"]
+
+
+def test_a_comparison_with_a_side_no_quotation_names_is_a_gap():
+    question = "Is Quillpad faster than Harborline for large exports?"
+    assert _gaps(question, "Quillpad exports large notebooks in a few seconds.") == [
+        "No quoted excerpt or source names Harborline, which the question asks about: " + question
+    ]
+    # Each side named by its own quotation: the two together answer the comparison.
+    assert (
+        _gaps(
+            question,
+            "Quillpad exports large notebooks in a few seconds.",
+            "Harborline exports large notebooks in about a minute.",
+        )
+        == []
+    )
+
+
+def test_a_procedure_on_a_platform_never_named_is_a_gap():
+    question = "How do I deploy a Quillpad server on Tallowbox?"
+    gaps = _gaps(question, "To deploy a Quillpad server, run it behind a reverse proxy.")
+    assert gaps == [
+        f"No quoted excerpt or source names Tallowbox, which the question asks about: {question}"
+    ]
+    assert _gaps(question, "Deploy a Quillpad server on Tallowbox with its own image.") == []
+
+
+def test_a_subject_named_only_in_evidence_left_unquoted_is_no_gap():
+    question = "How do I deploy a Quillpad server on Tallowbox?"
+    quoted = [make_evidence("e1", "To deploy a Quillpad server, use a reverse proxy.", "q1")]
+    gathered = [make_evidence("e2", "Tallowbox runs any container image.", "q1")]
+    sources = {"s1": SourceSummary(id="s1", title="Deploying", url="https://docs.example/d")}
+    assert stated_gap(question, quoted, sources).startswith("No quoted excerpt or source names")
+    assert stated_gap(question, quoted, sources, gathered) == ""
+
+
+def test_a_release_the_question_names_must_be_spoken_of():
+    question = "Does Quillpad 4 still run on Tallow 7?"
+    assert _gaps(question, "Quillpad 4 runs on Tallow, on every supported release.") == [
+        f"No quoted excerpt or source speaks of Tallow 7: {question}"
+    ]
+    assert _gaps(question, "Quillpad 4 no longer runs on Tallow 7 or older.") == []
+
+
+def test_a_versioned_address_or_title_speaks_of_its_release():
+    question = "Does Quillpad 4 still run on Tallow 7?"
+    item = make_evidence("e1", "Quillpad no longer runs on Tallow 7 or older.", "q1")
+    for title, url in (
+        ("Platforms | Quillpad v4.2.0 documentation", "https://quillpad.example/p"),
+        ("Platforms — Quillpad Documentation (4.x)", "https://quillpad.example/p"),
+        ("Platforms", "https://quillpad.example/en/4.x/platforms.html"),
+        ("Platforms", "https://quillpad.example/4.2.0/guide/platforms.html"),
+        ("Quillpad version 4 platforms", "https://q.example/p"),
+    ):
+        sources = {"s1": SourceSummary(id="s1", title=title, url=url)}
+        assert unnamed_subject(question, [item], sources) == "", title
+    # Another release of the same subject is not this one.
+    sources = {"s1": SourceSummary(id="s1", title="Quillpad 14 docs", url="https://q.example/")}
+    assert unnamed_subject(question, [item], sources).startswith("No quoted excerpt or source")
+
+
+def test_a_release_number_or_a_date_is_no_count():
+    question = "How many commits does the Zircon repository have?"
+    gap = [f"No quoted excerpt states a figure for: {question}"]
+    assert _gaps(question, "Zircon 1.5.2 added signed commits to the repository.") == gap
+    assert _gaps(question, "The Zircon repository moved its commits in October 2009.") == gap
+    assert _gaps(question, "Zircon commits since 2.6.23-rc3 are signed in the repository.") == gap
+    assert _gaps(question, "The Zircon repository holds 55733 commits.") == []
