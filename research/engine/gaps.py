@@ -7,7 +7,7 @@ instead of implying an answer (docs/llm.md, "Report").
 """
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from research.engine.contracts import Evidence, SourceSummary
 from research.engine.pool_rank import names_subject as pool_names_subject
@@ -47,14 +47,22 @@ _VERSIONED = re.compile(
 )
 
 
-def unanswered(question: str, quoted: list[Evidence], sources: dict[str, SourceSummary]) -> str:
+def unanswered(
+    question: str,
+    quoted: list[Evidence],
+    sources: dict[str, SourceSummary],
+    named: Callable[[Evidence], bool] | None = None,
+) -> str:
     """Why the quotations ``quoted`` for ``question`` do not answer it, or "": none carries the
     kind of value it asks for (a date, a version, a figure), or none — nor its source's title
     or address — names the subject the question names. Quoting loosely related passages is
-    no answer, and the report says so instead of implying one."""
+    no answer, and the report says so instead of implying one. ``named`` tells whether a
+    quotation names the subject when the caller knows more (the pool's page-level naming)."""
     names = subject_names([question])
 
     def names_subject(item: Evidence) -> bool:
+        if named is not None:
+            return named(item)
         return pool_names_subject(item, names, sources)
 
     value = wanted_value(question)

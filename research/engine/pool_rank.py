@@ -14,16 +14,32 @@ gathered passages are ranked against each other instead:
 * the same BM25 over each passage's **page title and heading** alone, a fourth ranking: a
   page about the question (its title names the question's terms) outranks one that only
   mentions them in passing;
+* the same BM25 over each passage's **own text** (its excerpt and the heading it stands
+  under, without the page's title and address), a fifth ranking: over the whole context a
+  passage on a page whose title repeats the question rides on that title, and an answer on
+  a page titled otherwise ("Bytes and Scalar Values", "Asynchronous I/O") loses to passages
+  that merely sit under it. Weighting a passage's own field above its page's is BM25F's
+  field weighting (Robertson, Zaragoza and Taylor, CIKM 2004): the excerpt counts in this
+  ranking and the context one, the page's title in the context one and the title-and-heading
+  one, so neither field alone decides;
 * **subject agreement** first: a passage whose excerpt, heading, source title and address
   name none of the subjects the question names (:func:`research.engine.quality.subject_names`)
   ranks below every passage that names one. A page found for the question's words that is
-  about another subject still says nothing of the question's subject.
+  about another subject still says nothing of the question's subject. A passage of a page
+  whose other pooled passages name the subject names it too: a sentence need not repeat the
+  name its page gives it ("The default … for dev is therefore 0.").
 
 The pool-level BM25 score divided by the pool's best is also a second relevance scale
-(:func:`PoolRanking.relevance`), comparable to the selector's page-local one (which is also
+(:func:`PoolRanking.relevance`), the better of the passage in its context against the
+pool's best in context and its own text against the pool's best own text (each field
+normalised by its own best, so a page title repeating the question does not set the bar
+for passages on pages titled otherwise), comparable to the selector's page-local one (which is also
 normalised by a best). Being relative, it always crowns some passage, so the report trusts it
 only together with its own answer checks (a passage of the kind of value asked for, naming
-the subject), never alone.
+the subject), never alone; and a passage whose excerpt holds none of the question's terms
+has none, however well its page title and heading match: a line that says nothing of what
+is asked (a byline, a date line, a caption) is no answer merely because its page is about
+the question.
 """
 
 from collections.abc import Mapping, Sequence
@@ -49,7 +65,9 @@ def said(item: Evidence, sources: Mapping[str, SourceSummary]) -> str:
     return f"{item.excerpt}\n{item.locator.heading or ''}\n{where}"
 
 
-def names_subject(item: Evidence, names: frozenset[str], sources: Mapping[str, SourceSummary]) -> bool:
+def names_subject(
+    item: Evidence, names: frozenset[str], sources: Mapping[str, SourceSummary]
+) -> bool:
     """Whether ``item`` names one of the subjects ``names`` (folded); True when there are none."""
     if not names:
         return True
@@ -63,6 +81,11 @@ def _where(item: Evidence, sources: Mapping[str, SourceSummary]) -> str:
     return f"{source.title if source is not None else ''}\n{item.locator.heading or ''}"
 
 
+def _own(item: Evidence) -> str:
+    """What a passage says itself: its excerpt and the heading it stands under."""
+    return f"{item.excerpt}\n{item.locator.heading or ''}"
+
+
 def _pool_bm25(query: Sequence[str], texts: Sequence[str]) -> list[float]:
     """The BM25 score of each of ``texts`` for ``query``, idf over the pool."""
     if not texts or not query:
@@ -70,6 +93,11 @@ def _pool_bm25(query: Sequence[str], texts: Sequence[str]) -> list[float]:
     retriever = bm25s.BM25()
     retriever.index([content_terms(text) or [_EMPTY] for text in texts], show_progress=False)
     return [float(score) for score in retriever.get_scores(list(query))]
+
+
+def _share(score: float, best: float) -> float:
+    """``score`` relative to the pool's ``best``, 0 when nothing scored."""
+    return score / best if best > 0 else 0.0
 
 
 def _ranks(scores: Sequence[float]) -> list[int]:
@@ -103,14 +131,24 @@ def rank_pool(
     affinity: Mapping[str, float],
 ) -> PoolRanking:
     """``items`` (the evidence gathered for ``question``) ranked for the report: those naming
-    the question's subject first, then by the reciprocal-rank fusion of pool BM25, the
+    the question's subject first, then by the reciprocal-rank fusion of pool BM25 (over the
+    passage in its context, over its page title and heading, over its own text), the
     selector's relevance and ``affinity`` (item id → idf-weighted coverage of the question)."""
     items = list(items)
     query = list(question_terms(question)[0])
     bm25 = _pool_bm25(query, [said(item, sources) for item in items])
     best = max(bm25, default=0.0)
+    # What the passage says itself (excerpt and heading): a ranking of its own, and a second
+    # scale of pool relevance, so an answer on a page titled otherwise is measured against
+    # the pool's best own text, not against a passage carried by its page's title.
+    own = _pool_bm25(query, [_own(item) for item in items])
+    best_own = max(own, default=0.0)
+    # The excerpt's own share of the match: without a question term of its own a passage has
+    # no pool relevance, whatever its title and heading say.
+    excerpt_bm25 = _pool_bm25(query, [item.excerpt for item in items])
     pool_relevance = {
-        item.id: (score / best if best > 0 else 0.0) for item, score in zip(items, bm25, strict=True)
+        item.id: max(_share(score, best), _share(mine, best_own)) if alone > 0 else 0.0
+        for item, score, mine, alone in zip(items, bm25, own, excerpt_bm25, strict=True)
     }
     rankings = (
         _ranks(bm25),
@@ -119,6 +157,8 @@ def rank_pool(
         # The page a passage stands on: its title and heading against the question's terms,
         # so a page about the question ranks its passages above a page that mentions it.
         _ranks(_pool_bm25(query, [_where(item, sources) for item in items])),
+        # What the passage says itself, so its own words weigh more than its page's.
+        _ranks(own),
     )
     fused = {
         item.id: reciprocal_rank(ranking[place] for ranking in rankings)
@@ -126,7 +166,10 @@ def rank_pool(
     }
     names = subject_names([question])
     naming = frozenset(item.id for item in items if names_subject(item, names, sources))
-    ordered = sorted(
-        items, key=lambda e: (e.id not in naming, -fused[e.id], content_order(e))
-    )
+    # A passage names its page's subject when another passage of that page does: "The
+    # default … for dev is therefore 0" on a page whose other passages name the subject
+    # speaks of it as they do (the passage read in its document's context, as in Callan 1994).
+    pages = {item.source_id for item in items if item.id in naming}
+    naming = frozenset(item.id for item in items if item.source_id in pages)
+    ordered = sorted(items, key=lambda e: (e.id not in naming, -fused[e.id], content_order(e)))
     return PoolRanking(ordered=ordered, pool_relevance=pool_relevance, naming=naming)

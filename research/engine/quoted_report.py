@@ -12,7 +12,8 @@ question's best answer, or its gap.
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from research.engine.answer_order import (
     ANSWER_LABEL,
@@ -24,21 +25,18 @@ from research.engine.answer_order import (
 from research.engine.contracts import (
     BASIS_POINTS,
     ContradictionCandidate,
-    ContradictionPosition,
     Evidence,
     PlanQuestion,
     Report,
-    ReportContradiction,
-    ReportContradictionSide,
     ReportGap,
     ReportSection,
     SourceSummary,
     Statement,
     SynthesisRequest,
 )
-from research.engine.gaps import stated_gap, unanswered
+from research.engine.gaps import stated_gap, unanswered, unnamed_subject
 from research.engine.ledger import content_order
-from research.engine.pool_rank import rank_pool
+from research.engine.pool_rank import PoolRanking, rank_pool
 from research.engine.question_terms import (
     NEAR_DUPLICATE,
     SUPPORTS_RELEVANCE,
@@ -46,6 +44,11 @@ from research.engine.question_terms import (
     answer_type_terms,
     jaccard,
     question_terms,
+)
+from research.engine.report_conflicts import (
+    conflict_caveat,
+    is_value_conflict,
+    report_contradictions,
 )
 from research.engine.text import content_terms
 
@@ -220,33 +223,43 @@ def _said(item: Evidence, sources: dict[str, SourceSummary]) -> str:
 
 
 def _answers_directly(
-    group: list[Evidence], question: str, sources: dict[str, SourceSummary], relevance: float
+    group: list[Evidence],
+    question: str,
+    sources: dict[str, SourceSummary],
+    relevance: float,
+    named: Callable[[Evidence], bool] | None = None,
 ) -> bool:
     """Whether a group's lead quotation answers ``question`` directly: it is relevant (its
     ``relevance``, 0–1, reaches :data:`SUPPORTS_RELEVANCE`), carries the kind of value the
     question asks for and names the subject the question names (the checks that otherwise
-    make a stated gap, :func:`research.engine.gaps.unanswered`)."""
+    make a stated gap, :func:`research.engine.gaps.unanswered`; ``named`` as there)."""
     lead = group[0]
     if relevance < SUPPORTS_RELEVANCE:
         return False
-    return not unanswered(question, [lead], sources)
+    return not unanswered(question, [lead], sources, named)
 
 
-def _section(
+@dataclass(frozen=True)
+class _Chosen:
+    """The quotations one section shows: its pool's ranking, the groups shown (in pool order)
+    and the lead ids of the groups it answers with but has no room for (its overflow)."""
+
+    pool: PoolRanking
+    groups: list[list[Evidence]]
+    overflow: frozenset[str]
+
+
+def _choose(
     question: PlanQuestion,
     items: list[Evidence],
     sources: dict[str, SourceSummary],
     affinity: dict[tuple[str, str], float],
     home: dict[str, str],
-    position: int,
-    limit: int = MAX_FINDINGS_PER_QUESTION,
-    conflicts: Sequence[ContradictionCandidate] = (),
-) -> tuple[ReportSection, list[Statement]]:
-    """The section of ``question`` and its findings, answer first
-    (:mod:`research.engine.answer_order`)."""
-    # Claim ids derive from the section's position: question ids may already be 64 characters.
-    prefix = f"s{position}"
-
+    limit: int,
+    spill: frozenset[str] = frozenset(),
+) -> _Chosen:
+    """Which of ``items`` the section of ``question`` shows, at most ``limit`` groups. A group
+    whose lead is in ``spill`` (another section's overflow) counts as the section's own."""
     # The pool's own order (:mod:`research.engine.pool_rank`): the selector's relevance is
     # page-local, so the question's passages are ranked against each other.
     pool = rank_pool(
@@ -257,11 +270,17 @@ def _section(
     )
     ranked = pool.ordered
     groups = _group_near_duplicates(ranked)
-    # Each quotation is shown under the question it speaks to most specifically; another
-    # question repeats it only when it would otherwise show fewer than two.
-    own = [group for group in groups if home.get(group[0].id) == question.id]
-    borrowed = [group for group in groups if home.get(group[0].id) != question.id]
+
+    def is_own(group: list[Evidence]) -> bool:
+        return home.get(group[0].id) == question.id or group[0].id in spill
+
+    # Each quotation is shown under the question it speaks to most specifically (or, when that
+    # section is full, under another it answers); another question repeats it only when it
+    # would otherwise show fewer than two.
+    own = [group for group in groups if is_own(group)]
+    borrowed = [group for group in groups if not is_own(group)]
     groups = own + borrowed[: max(0, MIN_FINDINGS_SHOWN - len(own))]
+
     # Loose matches only fill in when a question has too few quotations that answer it.
     # A quotation answers when it names the question's subject and is relevant on the
     # selector's page-local scale, or on the pool's (BM25 against the pool's best, a relative
@@ -275,23 +294,44 @@ def _section(
             return True
         return any(
             pool.relevance(item) >= SUPPORTS_RELEVANCE
-            and not unanswered(question.text, [item], sources)
+            and not unanswered(question.text, [item], sources, pool.names_subject)
             for item in group
         )
 
     answering = [group for group in groups if answers(group)]
     if len(answering) >= MIN_FINDINGS_SHOWN:
         groups = answering
+    overflow = frozenset(
+        group[0].id for group in groups[limit:] if home.get(group[0].id) == question.id
+    )
     groups = groups[:limit]
     groups.sort(key=lambda group: ranked.index(group[0]))
+    return _Chosen(pool=pool, groups=groups, overflow=overflow)
+
+
+def _section(
+    question: PlanQuestion,
+    chosen: _Chosen,
+    sources: dict[str, SourceSummary],
+    position: int,
+    conflicts: Sequence[ContradictionCandidate] = (),
+    answerable: bool = True,
+) -> tuple[ReportSection, list[Statement]]:
+    """The section of ``question`` and its findings, the quotations ``chosen`` for it answer
+    first (:mod:`research.engine.answer_order`). With ``answerable`` false (the question's
+    evidence never names a subject it asks about) no quotation is labelled an answer."""
+    # Claim ids derive from the section's position: question ids may already be 64 characters.
+    prefix = f"s{position}"
+    pool, groups, ranked = chosen.pool, chosen.groups, chosen.pool.ordered
     sides = comparison_sides(question.text)
     if sides:
         placed = by_side(groups, sides, lambda item: _said(item, sources))
     else:
         placed = answer_first(
             groups,
-            answers_directly=lambda group: _answers_directly(
-                group, question.text, sources, pool.relevance(group[0])
+            answers_directly=lambda group: answerable
+            and _answers_directly(
+                group, question.text, sources, pool.relevance(group[0]), pool.names_subject
             ),
             conflicts=conflicts,
         )
@@ -330,90 +370,6 @@ def _section(
     return ReportSection(id=question.id, title=title, statements=statements), findings
 
 
-def _sites(position: ContradictionPosition) -> str:
-    count = len(position.clusters)
-    return "one site" if count == 1 else f"{count} independent sites"
-
-
-def _value_sides(candidate: ContradictionCandidate) -> str:
-    """A value conflict's sides with how many independent sites state each, and the label of
-    a value only one site states against several independent ones."""
-    positions = candidate.positions
-    text = " against ".join(f"“{p.value}” ({_sites(p)})" for p in positions)
-    most = max(len(p.clusters) for p in positions)
-    lone = [p for p in positions if len(p.clusters) == 1]
-    if most >= 2 and lone:
-        text += "; " + " and ".join(f"“{p.value}”" for p in lone)
-        text += f" is stated by one site only, against {most} independent ones"
-    return text
-
-
-def _is_value_conflict(candidate: ContradictionCandidate) -> bool:
-    return all(position.clusters for position in candidate.positions)
-
-
-def _conflict_caveat(candidate: ContradictionCandidate, claim_id: str) -> Statement:
-    """The executive summary's statement for a question whose values disagree: both sides,
-    never one of them alone."""
-    return Statement(
-        claim_id=claim_id,
-        kind="caveat",
-        text=f"Sources disagree on this: {_value_sides(candidate)}. See the conflicting evidence.",
-        evidence_ids=[p.evidence_ids[0] for p in candidate.positions],
-        confidence="low",
-    )
-
-
-def _contradictions(request: SynthesisRequest, known: set[str]) -> list[ReportContradiction]:
-    found = []
-    for candidate in request.contradictions:
-        if _is_value_conflict(candidate):
-            found.append(
-                ReportContradiction(
-                    summary=f"Sources disagree: {_value_sides(candidate)}."[:2000],
-                    evidence_ids=[eid for eid in candidate.evidence_ids if eid in known],
-                    sides=_report_sides(candidate, known),
-                )
-            )
-            continue
-        sides = "; ".join(
-            f"{position.value or position.stance} ({len(position.evidence_ids)} excerpt"
-            f"{'s' if len(position.evidence_ids) != 1 else ''})"
-            for position in candidate.positions
-        )
-        summary = f"Sources disagree on {candidate.claim_key}: {sides}."
-        if candidate.scope_differences:
-            summary += (
-                " The excerpts differ in "
-                + ", ".join(sorted(candidate.scope_differences))
-                + ", which may explain the disagreement."
-            )
-        cited = [eid for eid in candidate.evidence_ids if eid in known]
-        found.append(
-            ReportContradiction(
-                summary=summary[:2000],
-                evidence_ids=cited,
-                sides=_report_sides(candidate, known),
-            )
-        )
-    return found
-
-
-def _report_sides(
-    candidate: ContradictionCandidate, known: set[str]
-) -> list[ReportContradictionSide]:
-    """Each position of a conflict as a side of the reported contradiction (its value, or its
-    stance where it states none), with the evidence stating it."""
-    return [
-        ReportContradictionSide(
-            value=(position.value or position.stance)[:300],
-            evidence_ids=[eid for eid in position.evidence_ids if eid in known],
-        )
-        for position in candidate.positions
-        if any(eid in known for eid in position.evidence_ids)
-    ]
-
-
 def _summary_lead(
     question_id: str,
     findings: list[Statement],
@@ -440,13 +396,34 @@ def _summary_lead(
         (
             c
             for c in conflicts
-            if _is_value_conflict(c) and set(lead.evidence_ids) & set(c.evidence_ids)
+            if is_value_conflict(c) and set(lead.evidence_ids) & set(c.evidence_ids)
         ),
         None,
     )
     if conflict is not None:
-        return _conflict_caveat(conflict, "summary-conflict")
+        return conflict_caveat(conflict, "summary-conflict")
     return lead.model_copy(update={"label": ""})
+
+
+def _overflow(
+    questions: Sequence[PlanQuestion],
+    shown: dict[str, list[Evidence]],
+    sources: dict[str, SourceSummary],
+    affinity: dict[tuple[str, str], float],
+    home: dict[str, str],
+    limit: int,
+) -> frozenset[str]:
+    """The quotations that answer the question they are shown under but find no room there,
+    that section's pool order having filled it: each may be shown under another question
+    whose pool holds it (it was extracted for that one too). The homes are chosen before any
+    pool is ranked (:func:`_homes`), so a section can be full of its own quotations while a
+    sibling question shows one or two."""
+    return frozenset(
+        lead
+        for question in questions
+        if shown[question.id]
+        for lead in _choose(question, shown[question.id], sources, affinity, home, limit).overflow
+    )
 
 
 def write_extractive_report(request: SynthesisRequest, *, note: str | None = None) -> Report:
@@ -478,32 +455,46 @@ def write_extractive_report(request: SynthesisRequest, *, note: str | None = Non
     limit = MAX_FINDINGS_SOLE_QUESTION if len(plan.questions) == 1 else MAX_FINDINGS_PER_QUESTION
     usage = frozenset(q.id for q in plan.questions if is_usage_question(q.text))
     home = _homes(request.evidence, affinity, order, limit, usage)
+    # A code sample answers a question about usage only; for any other question it stays in
+    # the evidence list but is quoted as no finding.
+    shown = {
+        question.id: [
+            item
+            for item in by_question.get(question.id, [])
+            if question.id in usage or not item.locator.code
+        ]
+        for question in plan.questions
+    }
+    spill = _overflow(plan.questions, shown, sources, affinity, home, limit)
     for question in plan.questions:
         items = by_question.get(question.id, [])
-        # A code sample answers a question about usage only; for any other question it stays
-        # in the evidence list but is quoted as no finding.
-        shown = items if question.id in usage else [i for i in items if not i.locator.code]
         findings: list[Statement] = []
         if not items:
             description = f"No verified evidence was found for: {question.text}"
-        elif not shown:
+        elif not shown[question.id]:
             description = (
                 f"The evidence found is code, quoted only for usage questions: {question.text}"
             )
         else:
+            chosen = _choose(question, shown[question.id], sources, affinity, home, limit, spill)
             section, findings = _section(
                 question,
-                shown,
+                chosen,
                 sources,
-                affinity,
-                home,
                 position=len(sections) + 1,
-                limit=limit,
                 conflicts=request.contradictions,
+                # A subject none of the question's evidence names leaves it unanswered however
+                # well a quotation fits its other words: no "Answer" then, and the summary
+                # states the gap rather than a quotation.
+                answerable=not unnamed_subject(question.text, shown[question.id], sources),
             )
             sections.append(section)
-            quoted = [item for item in shown if any(item.id in f.evidence_ids for f in findings)]
-            description = stated_gap(question.text, quoted, sources, shown)
+            quoted = [
+                item
+                for item in shown[question.id]
+                if any(item.id in f.evidence_ids for f in findings)
+            ]
+            description = stated_gap(question.text, quoted, sources, shown[question.id])
         if description and question.id not in gap_questions:
             gaps.append(ReportGap(question_id=question.id, description=description))
         if question.id in required:
@@ -528,7 +519,7 @@ def write_extractive_report(request: SynthesisRequest, *, note: str | None = Non
         title=title if len(title) <= 300 else title[:299] + "…",
         executive_summary=[*notes, *summary],
         sections=sections,
-        contradictions=_contradictions(request, known),
+        contradictions=report_contradictions(request.contradictions, known),
         gaps=gaps,
         methodology=methodology,
         partial=request.partial,

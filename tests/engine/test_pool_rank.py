@@ -101,3 +101,113 @@ def test_a_question_whose_subject_no_passage_names_still_states_a_gap() -> None:
     report = write_extractive_report(_request(question, [elsewhere]))
     assert [gap.question_id for gap in report.gaps] == ["q1"]
     assert report.executive_summary[0].kind == "caveat"
+
+
+def _under(item, heading: str):
+    """``item`` standing under ``heading``."""
+    return item.model_copy(update={"locator": item.locator.model_copy(update={"heading": heading})})
+
+
+FORUM = SourceSummary(
+    id="s4",
+    title="How long does Zorbo keep old log entries before pruning them?",
+    url="https://forum.example/questions/17",
+)
+
+
+def test_a_line_with_no_question_term_of_its_own_has_no_pool_relevance() -> None:
+    """A byline under a heading that repeats the question matches the question only through
+    its page: it has no pool relevance, while the answer stating the terms itself has."""
+    question = "How long does Zorbo keep old log entries before pruning them?"
+    byline = _under(
+        make_evidence("asked 12 June 2023 by pkowal", source_id="s4", relevance_bp=4700),
+        FORUM.title,
+    )
+    answer = make_evidence(
+        "Zorbo prunes log entries older than this time; defaults to 90 days.",
+        source_id="s1",
+        relevance_bp=4700,
+        start=50,
+    )
+    sources = {**SOURCES, "s4": FORUM}
+    ranking = rank_pool(question, [byline, answer], sources, {})
+    assert ranking.pool_relevance[byline.id] == 0.0
+    assert ranking.pool_relevance[answer.id] > 0.0
+
+
+def test_a_passage_stating_the_terms_itself_outranks_one_carried_by_its_page_title() -> None:
+    """The title-matching forum line and the answer tie on every ranking but the passage's own
+    text; there the answer, whose own words hold the question's terms, leads."""
+    question = "How long does Zorbo keep old log entries before pruning them?"
+    forum_line = make_evidence("Anyone seen this before?", source_id="s4", relevance_bp=4700)
+    answer = make_evidence(
+        "Zorbo prunes log entries older than this time; defaults to 90 days.",
+        source_id="s1",
+        relevance_bp=5000,
+        start=50,
+    )
+    sources = {**SOURCES, "s4": FORUM}
+    affinity = {answer.id: 0.4, forum_line.id: 0.0}
+    ranking = rank_pool(question, [forum_line, answer], sources, affinity)
+    assert [item.id for item in ranking.ordered] == [answer.id, forum_line.id]
+
+
+def test_a_passage_names_the_subject_its_page_names_in_another_passage() -> None:
+    question = "What optimisation level does Zorbo use by default for debug builds?"
+    book = SourceSummary(id="s5", title="Build profiles", url="https://book.example/profiles")
+    sources = {**SOURCES, "s5": book}
+    naming = make_evidence(
+        "Zorbo has two main profiles: dev and release.", source_id="s5", relevance_bp=3000
+    )
+    answer = make_evidence(
+        "The default level for dev is therefore 0.", source_id="s5", relevance_bp=2600, start=90
+    )
+    elsewhere = make_evidence(
+        "The default level of the tree is 0.", source_id="s3", relevance_bp=2600
+    )
+    ranking = rank_pool(question, [elsewhere, answer, naming], sources, {})
+    assert ranking.names_subject(answer)
+    assert not ranking.names_subject(elsewhere)
+    assert ranking.ordered[-1].id == elsewhere.id
+
+
+def test_an_answer_naming_its_subject_only_through_its_page_is_quoted() -> None:
+    question = "What optimisation level does Zorbo use by default for debug builds?"
+    book = SourceSummary(id="s5", title="Build profiles", url="https://book.example/profiles")
+    strong = [
+        make_evidence(
+            "Zorbo has two main profiles: dev and release.", source_id="s5", relevance_bp=8000
+        ),
+        make_evidence(
+            "Zorbo builds the dev profile when you run zorbo build.",
+            source_id="s5",
+            relevance_bp=8000,
+            start=40,
+        ),
+    ]
+    answer = make_evidence(
+        "The default optimisation level for debug builds is therefore 0.",
+        source_id="s5",
+        relevance_bp=2600,
+        start=90,
+    )
+    plan = ResearchPlan(
+        objective=question,
+        questions=[PlanQuestion(id="q1", text=question, priority="required")],
+    )
+    request = SynthesisRequest(plan=plan, evidence=[*strong, answer], sources=[book])
+    assert answer.id in _cited(write_extractive_report(request))
+
+
+def test_pool_relevance_measures_a_passages_own_text_against_the_best_own_text() -> None:
+    """The forum line leads the pool in context only through its page's title; the answer's
+    own text is the pool's best own text, so its pool relevance is full."""
+    question = "How long does Zorbo keep old log entries before pruning them?"
+    forum_line = make_evidence("My Zorbo log is gone.", source_id="s4", relevance_bp=4700)
+    answer = make_evidence(
+        "Zorbo prunes old log entries after 90 days.", source_id="s3", relevance_bp=4700
+    )
+    sources = {**SOURCES, "s4": FORUM}
+    ranking = rank_pool(question, [forum_line, answer], sources, {})
+    assert ranking.pool_relevance[forum_line.id] == 1.0
+    assert ranking.pool_relevance[answer.id] == 1.0

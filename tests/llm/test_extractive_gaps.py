@@ -83,3 +83,18 @@ def test_a_release_number_or_a_date_is_no_count():
     assert _gaps(question, "The Zircon repository moved its commits in October 2009.") == gap
     assert _gaps(question, "Zircon commits since 2.6.23-rc3 are signed in the repository.") == gap
     assert _gaps(question, "The Zircon repository holds 55733 commits.") == []
+
+
+def test_a_question_whose_subject_no_evidence_names_labels_no_answer():
+    question = "How do I deploy a Quillpad server on Tallowbox?"
+    plan = make_plan(question)
+    evidence = [
+        make_evidence("e1", "To deploy a Quillpad server, run it behind a reverse proxy.", "q1"),
+        make_evidence("e2", "Deploy the Quillpad server with its own image.", "q1", source_id="s2"),
+    ]
+    report = ExtractiveModelClient().synthesize(synthesis_request(plan, evidence)).value
+    labels = [s.label for section in report.sections for s in section.statements if s.label]
+    assert labels and "Answer" not in labels
+    # The summary states the gap instead of leading with a quotation.
+    assert [s.kind for s in report.executive_summary] == ["caveat"]
+    assert "Tallowbox" in report.executive_summary[0].text

@@ -255,7 +255,9 @@ def test_quotations_without_the_value_asked_for_are_reported_as_a_gap():
 def test_the_digits_of_an_address_a_footnote_or_a_manual_section_are_no_value():
     question = "How large can a repository be on Zircon's free plan?"
     gap = [f"No quoted excerpt states a figure for: {question}"]
-    assert _gaps_for(question, "[2] https://zircon.example/docs/v3/limits The Zircon protocol") == gap
+    assert (
+        _gaps_for(question, "[2] https://zircon.example/docs/v3/limits The Zircon protocol") == gap
+    )
     assert _gaps_for(question, "Zircon's plan pages are listed in zircon-plans(7).") == gap
     assert _gaps_for(question, "Apply Zircon patches with git-am(1) from zircon.example/r2.") == gap
     assert _gaps_for(question, "Zircon repositories on the free plan can hold 5 GB.") == []
@@ -266,7 +268,10 @@ def test_a_value_about_something_else_than_what_is_asked_is_no_answer():
     assert _gaps_for(
         question, "Lake Vellmar has been sampled for nitrogen every month since 1998."
     ) == [f"No quoted excerpt states a figure for: {question}"]
-    assert _gaps_for(question, "About 40 otters live around Lake Vellmar, the 2021 survey found.") == []
+    assert (
+        _gaps_for(question, "About 40 otters live around Lake Vellmar, the 2021 survey found.")
+        == []
+    )
 
 
 def test_quotations_that_never_name_the_subject_asked_about_are_reported_as_a_gap():
@@ -392,3 +397,50 @@ def test_the_value_asked_for_must_stand_in_a_quotation_about_the_subject():
     assert [gap.description for gap in report.gaps if gap.question_id == "q1"] == [
         "No quoted excerpt states a date for: On what date was Zircon 4 released?"
     ]
+
+
+def test_a_quotation_its_own_section_has_no_room_for_is_shown_under_another_it_answers():
+    """The quotation about winter costs speaks to the winter question most, but that section
+    is full of better-ranked ones; it was extracted for the yearly question too, whose section
+    has room, so it is shown there rather than not at all."""
+    plan = make_plan(
+        "What does the Zorbo heater cost per year?",
+        "What does the Zorbo heater cost to run in winter?",
+    )
+    towns = ["Arlo", "Bexa", "Cira", "Dovo", "Ebro", "Fenn"]
+    winter = [
+        make_evidence(
+            f"w{n}",
+            f"Running the Zorbo heater in winter costs {n + 2} euros a day in {town}.",
+            "q2",
+            source_id=f"s{n}",
+        )
+        for n, town in enumerate(towns)
+    ]
+    yearly = [
+        make_evidence(
+            f"y{n}",
+            f"The Zorbo heater costs {300 + n} euros per year in {town}.",
+            "q1",
+            source_id=f"t{n}",
+        )
+        for n, town in enumerate(["Gala", "Hume"])
+    ]
+    both = make_evidence(
+        "x",
+        "The Zorbo heater costs 40 euros a month in winter.",
+        "q1",
+        "q2",
+        source_id="s9",
+        relevance=0.9,
+    )
+    report = (
+        ExtractiveModelClient().synthesize(synthesis_request(plan, [*winter, *yearly, both])).value
+    )
+
+    shown = {
+        section.id: [s.evidence_ids for s in section.statements if s.kind == "finding"]
+        for section in report.sections
+    }
+    assert ["x"] not in shown["q2"] and len(shown["q2"]) == 6
+    assert ["x"] in shown["q1"]

@@ -36,6 +36,7 @@ from research.engine.guards.coverage import (
     evaluate_finish_gate,
     is_relevant,
     source_cluster,
+    unmet_questions,
 )
 from research.engine.guards.queries import (
     RRF_K,
@@ -93,5 +94,6 @@ __all__ = [
     "reciprocal_rank",
     "research_stop_reason",
     "source_cluster",
+    "unmet_questions",
     "validate_actions",
 ]

@@ -95,6 +95,30 @@ def central_contradictions(
     ]
 
 
+def unmet_questions(
+    plan: ResearchPlan, coverage: Mapping[str, QuestionCoverage]
+) -> list[tuple[str, str]]:
+    """The required questions the finish gate does not accept yet, in plan order, each with
+    the sentence saying what it lacks (conditions 1 and 2 of the gate)."""
+    unmet: list[tuple[str, str]] = []
+    for qid in plan.required_question_ids:
+        question = plan.question(qid)
+        item = coverage.get(qid)
+        if item is None or not item.covered:
+            unmet.append((qid, f"Question {qid} has no verified evidence yet."))
+        elif question is not None and question.requires_primary and not item.has_primary:
+            unmet.append((qid, f"Question {qid} needs a primary or official source."))
+        elif not item.has_primary and len(item.clusters) < 2:
+            unmet.append(
+                (
+                    qid,
+                    f"Question {qid} rests on one independent source; it needs a primary or "
+                    "official source or a second independent one.",
+                )
+            )
+    return unmet
+
+
 def evaluate_finish_gate(
     plan: ResearchPlan,
     coverage: Mapping[str, QuestionCoverage],
@@ -110,20 +134,7 @@ def evaluate_finish_gate(
     requires one). Every central contradiction must have been followed up once, and resolved
     too when the plan does not allow unresolved contradictions.
     """
-    unmet: list[str] = []
-    for qid in plan.required_question_ids:
-        question = plan.question(qid)
-        item = coverage.get(qid)
-        if item is None or not item.covered:
-            unmet.append(f"Question {qid} has no verified evidence yet.")
-            continue
-        if question is not None and question.requires_primary and not item.has_primary:
-            unmet.append(f"Question {qid} needs a primary or official source.")
-        elif not item.has_primary and len(item.clusters) < 2:
-            unmet.append(
-                f"Question {qid} rests on one independent source; it needs a primary or "
-                "official source or a second independent one."
-            )
+    unmet = [sentence for _, sentence in unmet_questions(plan, coverage)]
     for contradiction in central_contradictions(plan, contradictions):
         if contradiction.key not in followed_up:
             unmet.append(

@@ -42,6 +42,11 @@ from research.engine.run.metering import Meter
 from research.engine.run.progress import Progress
 from research.engine.steps import StepPayload
 
+# The follow-up key of the program's gap search for a question ("question:q1", see
+# ``Deciding._gap_search``). Kept with the contradictions followed up, it records that the
+# question had its search; a contradiction's key begins with "claim:" instead.
+GAP_KEY_PREFIX = "question:"
+
 
 @dataclass
 class RunContext:

@@ -2,7 +2,7 @@
 
 import logging
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,7 +31,14 @@ from research.engine.guards import (
 )
 from research.engine.ledger import content_order
 from research.engine.ports import ModelError
-from research.engine.run.context import Halt, Phase, RunContext, View, budget_halt
+from research.engine.run.context import (
+    Halt,
+    Phase,
+    RunContext,
+    View,
+    budget_halt,
+)
+from research.engine.run.follow_ups import follow_up_query, gap_search
 from research.engine.run.metering import OUTPUT_TOKEN_CAPS
 from research.engine.run.progress import display_text
 from research.engine.states import RunStatus
@@ -46,30 +53,6 @@ RECENT_QUERIES_KEPT = 20
 BRIEF_CANDIDATES = 30
 BRIEF_EVIDENCE = 80
 BRIEF_FAILED_SOURCES = 20
-_FOLLOW_UP_QUALIFIERS = (
-    "official figures",
-    "official statistics",
-    "primary source",
-    "methodology",
-    "latest data",
-)
-
-
-def follow_up_query(question_text: str, seen_fingerprints: Iterable[str]) -> str | None:
-    """A targeted search for a question whose evidence conflicts, or ``None``.
-
-    Built from the plan's question text (which the user approved) and a qualifier asking
-    for authoritative figures; never from page text, so a page cannot steer the search. The
-    first variant not equivalent to an earlier search wins.
-    """
-    seen = set(seen_fingerprints)
-    base = display_text(question_text.rstrip("?"), 240)
-    for qualifier in _FOLLOW_UP_QUALIFIERS:
-        query = f"{base} {qualifier}"
-        fingerprint = fingerprint_query(query)
-        if not fingerprint.empty and fingerprint.key not in seen:
-            return query
-    return None
 
 
 class Deciding(Phase):
@@ -127,6 +110,8 @@ class Deciding(Phase):
             accepted = []
         else:
             accepted += self._program_follow_ups(run, view, accepted)
+            if finish_requested and not accepted:
+                accepted += self._gap_search(run, view)
         equivalent_only = not accepted and any(
             isinstance(action, SearchAction)
             and fingerprint_query(action.query).key in run.state.query_fingerprints
@@ -299,6 +284,21 @@ class Deciding(Phase):
                 )
             ]
         return []
+
+    def _gap_search(
+        self, run: RunContext, view: View, skip: Collection[str] = ()
+    ) -> list[tuple[ActionVerdict, StepPayload]]:
+        """The program's gap search (:func:`research.engine.run.follow_ups.gap_search`),
+        budgeted: nothing when no search is left."""
+        done = {*run.state.followed_up_contradictions, *skip}
+        found = gap_search(run, view, done, mark_done=lambda key: self._mark_followed_up(run, key))
+        if found is None:
+            return []
+        try:
+            self._meter.reserve_logical(run, found[0].dedupe_key, Usage(searches=1))
+        except BudgetRefused:
+            return []
+        return [found]
 
     def _follow_up_verdict(
         self,

@@ -19,7 +19,7 @@ from research.engine.guards import BudgetRefused, action_dedupe_key, plan_fetch_
 from research.engine.ledger import assign_independence_clusters, find_duplicate
 from research.engine.ports import AcquisitionError, CandidateDrop, fetch_counted
 from research.engine.quality import plan_subjects, with_first_party
-from research.engine.run.context import Batch, Fetch, Halt, Phase, RunContext
+from research.engine.run.context import GAP_KEY_PREFIX, Batch, Fetch, Halt, Phase, RunContext
 from research.engine.run.progress import display_text
 from research.engine.states import RunStatus
 from research.engine.steps import StepPayload
@@ -242,8 +242,12 @@ class Execution(Phase):
                 run,
                 record,
                 question_ids,
-                rationale=f"Reading a new source about the conflicting evidence for "
-                f"{', '.join(question_ids)}.",
+                rationale=(
+                    f"Reading a new source the finish gate may accept for {', '.join(question_ids)}."
+                    if str(payload.follow_up).startswith(GAP_KEY_PREFIX)
+                    else "Reading a new source about the conflicting evidence for "
+                    f"{', '.join(question_ids)}."
+                ),
                 extra={"follow_up": payload.follow_up},
             )
             if step is not None:

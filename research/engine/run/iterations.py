@@ -18,6 +18,7 @@ from research.engine.guards import (
     StopReason,
     advance_iteration,
     research_stop_reason,
+    unmet_questions,
 )
 from research.engine.outcomes import BUDGET_STOPS, NOTHING_NEW_STOPS
 from research.engine.run.context import (
@@ -90,7 +91,8 @@ class Iterations(Phase):
         self._settle_finished_steps(run)
         halt = self._research_loop(run)
         if halt.kind == "stop":
-            halt = self._follow_up_before_synthesis(run) or halt
+            nothing_new = as_stop(halt.stop) in NOTHING_NEW_STOPS
+            halt = self._follow_up_before_synthesis(run, gaps=nothing_new) or halt
         if halt.kind == "pause":
             self._checkpoint(run)
             self._pause(run_id, _S.RESEARCHING)
@@ -249,9 +251,12 @@ class Iterations(Phase):
                 + (", ".join(questions) or "the research question"),
             )
 
-    def _follow_up_before_synthesis(self, run: RunContext) -> Halt | None:
+    def _follow_up_before_synthesis(self, run: RunContext, *, gaps: bool) -> Halt | None:
         """Research is stopping: give every central contradiction nobody followed up one
-        targeted search (and a read of its best result) if the budget still allows."""
+        targeted search (and a read of its best result) if the budget still allows. With
+        ``gaps`` (research ran out of anything new) so does every required question the
+        finish gate does not accept that has not had its gap search: the zero-gain streak
+        can end research before the decider asks to finish, with searches still unspent."""
         view = self._view(run)
         open_conflicts = [
             c for c in view.central if c.key not in run.state.followed_up_contradictions
@@ -260,11 +265,14 @@ class Iterations(Phase):
             StepPayload.of(step).follow_up and step.status in ("pending", "running")
             for step in self._store.list_steps(run.id)
         )
-        if not open_conflicts and not pending_follow_ups:
+        open_gaps = gaps and bool(unmet_questions(run.plan, view.coverage))
+        if not open_conflicts and not pending_follow_ups and not open_gaps:
             return None
         accepted: list[tuple[ActionVerdict, StepPayload]] = []
         while True:
             extra = self._program_follow_ups(run, view, accepted)
+            if not extra and gaps:
+                extra = self._gap_search(run, view, {p.follow_up or "" for _, p in accepted})
             if not extra:
                 break
             accepted += extra
