@@ -17,18 +17,32 @@ _QUERY_WORDS = 10
 # ("never touches the disk", "without starting a server") are in the query too.
 _SHORT_QUERY_WORDS = 4
 # Besides the templates' filler: contractions and vague words a question carries ("won't",
-# "something", "a lot of", "going to") that no page about the answer needs to contain.
+# "something", "a lot of", "going to") that no page about the answer needs to contain, and
+# the asker's own verbs ("how can I see…", "do I need…"): they say what the asker does, not
+# what the page is about, and a page holding the answer rarely repeats them.
 _QUERY_DROP = QUESTION_FILLER | word_set(
     """known case context number amount since won't can't doesn't didn't couldn't shouldn't
-    wouldn't haven't hasn't something anything someone anyone lot lots going"""
+    wouldn't haven't hasn't something anything someone anyone lot lots going see need"""
 )
+# A word for the kind of answer the question asks, first match wins (answer-type query
+# expansion: Li & Roth, "Learning question classifiers", COLING 2002, for the kinds). A
+# question asking how many or how much something "can" take asks for a capacity, which
+# documentation states as a maximum ("the maximum number of attached databases"); other
+# counts and amounts are figures.
 _EXPANSIONS = (
     (re.compile(r"^why\b|\bcause|\breason|\bdriver", re.I), "causes"),
+    (re.compile(r"^how (?:many|much)\b.*\b(?:can|could|may)\b", re.I), "maximum"),
     (re.compile(r"^how (?:much|many|large|big|often|long|fast)\b|\bnumber of\b", re.I), "figures"),
     (re.compile(r"^how (?:do|does|did|is|are)\b.*\bwork", re.I), "explained"),
     (re.compile(r"\bcompare\b|\bversus\b|\bvs\b|^which is\b", re.I), "comparison"),
     (re.compile(r"^when\b", re.I), "date"),
 )
+
+# "What is X?" asks for a definition (Li & Roth's DESC:definition). When such a question is
+# too short for a subject-only second search, "definition" rather than "report" is the word
+# its second search adds: a glossary or reference page speaks of its terms' definitions,
+# while "report" is a word of the news and study pages that fallback serves.
+_DEFINITION = re.compile(r"^what (?:is|are)\b", re.I)
 
 
 def _query_words(text: str) -> list[str]:
@@ -54,7 +68,8 @@ def search_queries(
     The first is the question's keywords; the second adds a word for the kind of answer wanted
     (causes, figures, an official report…) or, when the wording names no such kind, is the
     first ``_SHORT_QUERY_WORDS`` keywords alone (the subject, without the asker's other
-    words), and "report" is added only to a question too short for that; the third anchors the keywords with terms of the
+    words), and "report" ("definition" for "What is X?") is added only to a question too
+    short for that; the third anchors the keywords with terms of the
     overall objective the sub-question lacks. They differ in content words, so the engine never
     treats them as equivalent searches.
     """
@@ -70,7 +85,7 @@ def search_queries(
     if expansion is None and len(words) > _SHORT_QUERY_WORDS:
         queries.append(" ".join(words[:_SHORT_QUERY_WORDS]))
     else:
-        expansion = expansion or "report"
+        expansion = expansion or ("definition" if _DEFINITION.search(question) else "report")
         if not {stem(word) for word in expansion.split()} <= present:
             queries.append(f"{base} {expansion}")
     anchor = [word for word in _query_words(objective) if stem(fold(word)) not in present][:3]

@@ -269,7 +269,7 @@ def test_the_breadth_minimum_follows_the_fetch_budget_of_each_depth():
         depth: [breadth_minimum(budget.fetched_sources, required) for required in (1, 2, 6)]
         for depth, budget in BUDGET_PRESETS.items()
     }
-    assert minimum == {"quick": [5, 2, 2], "standard": [12, 6, 2], "thorough": [22, 11, 3]}
+    assert minimum == {"quick": [7, 3, 2], "standard": [16, 8, 2], "thorough": [31, 15, 5]}
 
 
 def test_a_covered_question_keeps_reading_until_it_has_the_breadth_minimum():
@@ -287,25 +287,38 @@ def test_a_covered_question_keeps_reading_until_it_has_the_breadth_minimum():
     )
     assert [a.type for a in actions] == ["read", "read", "read"]
 
-    # Five pages read with evidence meet the quick minimum for one required question.
-    done = [candidate(f"s{n}", "Heat pump costs", status="fetched") for n in range(1, 6)]
+    # Five pages of a budget of ten are not yet the quick minimum for one required question
+    # (seven); seven are.
+    five = [candidate(f"s{n}", "Heat pump costs", status="fetched") for n in range(1, 6)]
+    short = make_brief(
+        plan, coverage=[_primary("q1", *[c.source_id for c in five])], candidates=five + more,
+        remaining=Usage(iterations=5, searches=6, fetched_sources=5, model_calls=20),
+    )
+    assert {a.type for a in _decide(short)} == {"read"}
+    done = [candidate(f"s{n}", "Heat pump costs", status="fetched") for n in range(1, 8)]
     enough = make_brief(
         plan, coverage=[_primary("q1", *[c.source_id for c in done])], candidates=done + more,
-        remaining=Usage(iterations=5, searches=6, fetched_sources=5, model_calls=20),
+        remaining=Usage(iterations=5, searches=6, fetched_sources=3, model_calls=20),
     )
     assert [a.type for a in _decide(enough)] == ["finish"]
 
 
 def test_reading_for_breadth_stops_at_its_share_of_the_fetch_budget():
     plan = make_plan("What do heat pumps cost to run?")
-    # Five fetches spent, one of them on a page with evidence: half of a budget of ten.
-    spent = [candidate(f"s{n}", "Heat pump costs", status="fetched") for n in range(1, 6)]
+    # Seven fetches spent, one of them on a page with evidence: BREADTH_SHARE of ten.
+    spent = [candidate(f"s{n}", "Heat pump costs", status="fetched") for n in range(1, 8)]
     more = [candidate("s9", "What heat pumps cost to run", domain="site9.example")]
     brief = make_brief(
         plan, coverage=[_primary("q1", "s1")], candidates=spent + more,
-        remaining=Usage(iterations=5, searches=6, fetched_sources=5, model_calls=20),
+        remaining=Usage(iterations=5, searches=6, fetched_sources=3, model_calls=20),
     )
     assert [a.type for a in _decide(brief)] == ["finish"]
+    # Six spent leave room for one more read.
+    fewer = make_brief(
+        plan, coverage=[_primary("q1", "s1")], candidates=spent[:6] + more,
+        remaining=Usage(iterations=5, searches=6, fetched_sources=4, model_calls=20),
+    )
+    assert [a.type for a in _decide(fewer)] == ["read"]
 
 
 def test_a_covered_question_finishes_when_no_candidates_remain():

@@ -168,6 +168,24 @@ def test_each_question_gets_differently_worded_searches():
     assert len({fingerprint_query(q).key for q in queries}) == len(queries) >= 2
 
 
+def test_a_question_about_how_many_something_can_take_searches_for_the_maximum():
+    capacity = search_queries("How many tables can I join in a single query?")
+    count = search_queries("How many heat pumps were installed in Solvik in 2023?")
+    amount = search_queries("How much output can a child process write before it is killed?")
+
+    assert capacity[1].split()[-1] == "maximum"
+    assert amount[1].split()[-1] == "maximum"
+    assert count[1].split()[-1] == "figures"
+
+
+def test_the_askers_own_verbs_are_not_searched_for():
+    seen = search_queries("How can I see the SQL a query builder will produce?")[0].split()
+    needed = search_queries("Which compiler version do I need for the examples?")[0].split()
+
+    assert "see" not in seen and "produce" in seen
+    assert "need" not in needed and "examples" in needed
+
+
 def test_decompose_never_returns_duplicate_questions():
     questions = decompose("What is CRISPR? What is CRISPR?").questions
 
@@ -223,6 +241,8 @@ def test_a_question_naming_no_answer_kind_is_searched_again_by_its_subject():
     short = "What is the identity map in SQLAlchemy?"
 
     assert search_queries(long, objective=long)[1] == "open database lives memory"
-    # Too short to shorten: the second search adds a word instead.
-    assert search_queries(short, objective=short)[1] == "identity map SQLAlchemy report"
+    # Too short to shorten: the second search adds a word instead, "definition" for a
+    # question asking what something is.
+    assert search_queries(short, objective=short)[1] == "identity map SQLAlchemy definition"
+    assert search_queries("Who runs Harwick Metro?")[1] == "runs Harwick Metro report"
     assert search_queries("Why do databases grow?", objective="")[1].endswith("causes")
