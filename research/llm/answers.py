@@ -24,6 +24,12 @@ from research.llm.selection import QuestionText, select_passages
 
 # Quotations per extractive answer: a follow-up wants the few best passages, not a report.
 EXTRACTIVE_QUOTES = 3
+# Passages the selector proposes before the answer keeps its EXTRACTIVE_QUOTES most relevant:
+# the selector spreads a small pick over different passages (MMR), which serves a report's
+# breadth; a follow-up asks one narrow thing, so its quotes are the most relevant, with only
+# near-duplicates left out. Twelve is the selector's per-page pick (the orchestrator's
+# extraction limit), so every passage it would quote from one page is a candidate.
+ANSWER_CANDIDATES = 12
 _SEPARATOR = "\n\n"
 
 
@@ -52,11 +58,13 @@ def extractive_answer(frozen: FrozenEvidence, question: str) -> AnswerDraft:
         text,
         [QuestionText(id="asked", text=question)],
         title=frozen.report.title,
-        max_items=EXTRACTIVE_QUOTES,
+        max_items=ANSWER_CANDIDATES,
         blocks=blocks,
     )
+    # The most relevant of the candidates, in the order the evidence holds them on a tie.
+    passages = sorted(passages, key=lambda passage: -passage.relevance)[:EXTRACTIVE_QUOTES]
     statements = []
-    for number, passage in enumerate(passages[:EXTRACTIVE_QUOTES], start=1):
+    for number, passage in enumerate(passages, start=1):
         owner = max(i for i, start in enumerate(starts) if start <= passage.start)
         quoted = " ".join(text[passage.start : passage.end].split())
         statements.append(
