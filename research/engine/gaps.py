@@ -77,10 +77,16 @@ def unanswered(
     # date in a passage about another product, or a year in a passage about the lake's
     # phosphorus for a question about its eels, answers nothing. The digits of a web address,
     # a footnote mark ("[2]") or a manual page's section ("git-am(1)") are no value.
+    # A dotted number right after a name the question itself names is a release of that
+    # thing ("Linux 2.6" for a question about the Linux kernel's repository), not a count.
+    releases = [re.compile(rf"\b{re.escape(name)}\s+v?\d+(?:\.\d+)+\b", re.I) for name in names]
+
     def carries_value(text: str) -> bool:
         text = _NOT_VALUES.sub(" ", text)
         if value[0] == _FIGURE:
             text = _NOT_FIGURES.sub(" ", text)
+            for release in releases:
+                text = release.sub(" ", text)
         return bool(value[1].search(text))
 
     if value and not any(

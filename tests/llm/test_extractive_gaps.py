@@ -98,3 +98,11 @@ def test_a_question_whose_subject_no_evidence_names_labels_no_answer():
     # The summary states the gap instead of leading with a quotation.
     assert [s.kind for s in report.executive_summary] == ["caveat"]
     assert "Tallowbox" in report.executive_summary[0].text
+
+
+def test_a_release_of_a_name_the_question_names_is_no_count():
+    question = "How many commits does the Zircon repository have?"
+    excerpt = "Tests on merge commits from Zircon 2.6 development found fewer conflicts."
+    assert _gaps(question, excerpt) == [f"No quoted excerpt states a figure for: {question}"]
+    # A figure beside the release still counts.
+    assert _gaps(question, "Zircon 2.6 development had 41,000 commits in its repository.") == []
