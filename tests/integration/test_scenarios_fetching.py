@@ -136,7 +136,10 @@ def test_literal_private_results_are_dropped_with_their_reason_when_not_allow_li
         run = approved_run(owner, model, INTRANET_PLAN)
         run = advance(run)
 
-    (search,) = executed(run, "search")
+    # The decider's search; the run's gap search for the uncovered question comes after it.
+    search, *gap_searches = executed(run, "search")
+    assert search.input["payload"]["query"] == "intranet Line 3 pages"
+    assert len(gap_searches) <= 1
     assert search.output["dropped"] == {
         "private address not allowed": 2,
         "cloud metadata address": 1,
