@@ -24,7 +24,6 @@ from research.engine.guards import (
     ActionVerdict,
     BudgetRefused,
     StopReason,
-    action_dedupe_key,
     fingerprint_query,
     reciprocal_rank,
     validate_actions,
@@ -38,7 +37,7 @@ from research.engine.run.context import (
     View,
     budget_halt,
 )
-from research.engine.run.follow_ups import follow_up_query, gap_search
+from research.engine.run.follow_ups import follow_up_query, gap_search, program_search
 from research.engine.run.metering import OUTPUT_TOKEN_CAPS
 from research.engine.run.progress import display_text
 from research.engine.states import RunStatus
@@ -314,20 +313,14 @@ class Deciding(Phase):
         query = follow_up_query(questions[0].text, seen)
         if query is None:
             return None
-        action = SearchAction(
-            query=query[:300],
-            question_ids=[q.id for q in questions],
-            rationale=f"Checking the conflicting evidence for {questions[0].id}.",
-        )
-        fingerprint = fingerprint_query(action.query)
-        return ActionVerdict(
-            action=action,
-            accepted=True,
-            reason="Follow-up of conflicting evidence.",
-            dedupe_key=action_dedupe_key(
-                run.id, action, iteration=run.state.iteration, fingerprint=fingerprint
+        return program_search(
+            run,
+            SearchAction(
+                query=query[:300],
+                question_ids=[q.id for q in questions],
+                rationale=f"Checking the conflicting evidence for {questions[0].id}.",
             ),
-            fingerprint=fingerprint,
+            "Follow-up of conflicting evidence.",
         )
 
     def _record_refusal(

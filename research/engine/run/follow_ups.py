@@ -56,6 +56,21 @@ def follow_up_query(
     return None
 
 
+def program_search(run: RunContext, action: SearchAction, reason: str) -> ActionVerdict:
+    """The accepted verdict of a search the program makes itself (a conflict's follow-up, a
+    gap search), deduplicated like the decider's searches of this iteration."""
+    fingerprint = fingerprint_query(action.query)
+    return ActionVerdict(
+        action=action,
+        accepted=True,
+        reason=reason,
+        dedupe_key=action_dedupe_key(
+            run.id, action, iteration=run.state.iteration, fingerprint=fingerprint
+        ),
+        fingerprint=fingerprint,
+    )
+
+
 def gap_search(
     run: RunContext, view: View, done: Collection[str], *, mark_done: Callable[[str], None]
 ) -> tuple[ActionVerdict, StepPayload] | None:
@@ -81,20 +96,11 @@ def gap_search(
             question_ids=[qid],
             rationale=f"Searching once more because the finish gate does not accept {qid}.",
         )
-        fingerprint = fingerprint_query(action.query)
-        verdict = ActionVerdict(
-            action=action,
-            accepted=True,
-            reason="Search for a source the finish gate asks for.",
-            dedupe_key=action_dedupe_key(
-                run.id, action, iteration=run.state.iteration, fingerprint=fingerprint
-            ),
-            fingerprint=fingerprint,
-        )
+        verdict = program_search(run, action, "Search for a source the finish gate asks for.")
         payload = StepPayload(
             query=action.query,
             question_ids=[qid],
-            fingerprint=fingerprint.key,
+            fingerprint=verdict.fingerprint.key if verdict.fingerprint else "",
             follow_up=key,
             program=True,
         )
