@@ -316,6 +316,13 @@ def _choose(
     answering = [group for group in groups if answers(group)]
     if len(answering) >= MIN_FINDINGS_SHOWN:
         groups = answering
+    # Answer shape before rank when room runs out: a quotation carrying the kind of value the
+    # question asks for (a figure for "how many", a date for "when") keeps its place ahead of
+    # better-matching ones that carry none; for a question asking no kind of value every group
+    # carries it, and the pool's order stands.
+    groups.sort(
+        key=lambda group: bool(unanswered(question.text, group[:1], sources, pool.names_subject))
+    )
     overflow = frozenset(
         group[0].id for group in groups[limit:] if home.get(group[0].id) == question.id
     )
