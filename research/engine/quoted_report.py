@@ -316,10 +316,11 @@ def _choose(
     answering = [group for group in groups if answers(group)]
     if len(answering) >= MIN_FINDINGS_SHOWN:
         groups = answering
-    # Answer shape before rank when room runs out: a quotation carrying the kind of value the
-    # question asks for (a figure for "how many", a date for "when") keeps its place ahead of
-    # better-matching ones that carry none; for a question asking no kind of value every group
-    # carries it, and the pool's order stands.
+    # Answer shape before rank when room runs out: a quotation that passes the gap check
+    # (carries the kind of value asked for, a figure for "how many" or a date for "when", and
+    # names the subject) keeps its place ahead of better-matching ones that do not. For a
+    # question asking no kind of value only the naming counts, which the pool already ranks
+    # first, so its order stands.
     groups.sort(
         key=lambda group: bool(unanswered(question.text, group[:1], sources, pool.names_subject))
     )
