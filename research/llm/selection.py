@@ -271,6 +271,8 @@ def _score_question(
         scores[index] = max((scores[i] for i in unit if i in scores), default=0.0)
     phrases = quoted_phrases(question.text)
     procedure = kind.kind == "procedure"
+    # The sentences that open a unit of several sentences.
+    opens_unit = {members[0] for members in page.members.values()}
     for index in [*page.usable, *page.members]:
         segment = page.segments[index]
         passage = page.passage(index)
@@ -288,13 +290,21 @@ def _score_question(
             value += W_SHAPE
         if quotes:
             value += W_PHRASE
-        if kind.kind == "definition" and shape is not None and _defines(shape, passage, focus):
+        defines = (
+            kind.kind == "definition" and shape is not None and _defines(shape, passage, focus)
+        )
+        if defines and index not in opens_unit:
+            # A definition is quoted with the sentences after it in its block (below): the
+            # sentence alone, when it opens a window, is no definition's whole.
             value += W_DEFINIENDUM
         value -= _penalty(passage) if segment.kind != "code" else 0.0
         if page.dangling(index):
             # "The same goes for the cost." means little without what came before.
             value -= DANGLING_PENALTY
-        value -= page.length_cost(index)
+        if not (defines and index in page.members):
+            # The sentences after a definition say what the defined thing does ("When the
+            # collection is first accessed, a SELECT is emitted"): they cost nothing.
+            value -= page.length_cost(index)
         value = min(1.0, value / (1 - W_BM25))
         if value >= MIN_RELEVANCE:
             relevance[index] = value

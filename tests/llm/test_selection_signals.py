@@ -52,3 +52,18 @@ def test_a_definition_of_what_is_asked_about_ranks_above_a_sentence_that_only_ha
 
     best = text[passages[0].start : passages[0].end]
     assert best.startswith("Slow firing refers to")
+
+
+def test_a_definition_is_quoted_with_the_sentence_after_it_in_its_paragraph():
+    text = (
+        "Kiln loading\n\n"
+        "Cold loading refers to pots placed in the kiln before it is lit. When the kiln is "
+        "first lit, the burner stays low for an hour so that the pots warm evenly.\n\n"
+        "Hot loading of pots into a lit kiln cracks most of them."
+    )
+    question = QuestionText("q1", "What is cold loading of a kiln?")
+    passages = select_passages(text, [question], title="Kiln loading")
+
+    best = text[passages[0].start : passages[0].end]
+    assert best.startswith("Cold loading refers to")
+    assert best.endswith("warm evenly.")
