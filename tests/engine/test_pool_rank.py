@@ -286,3 +286,38 @@ def test_a_passage_far_after_a_question_or_under_another_heading_inherits_nothin
     sources = {**SOURCES, "s6": FAQ}
     ranking = rank_pool(question, [asked, far, elsewhere], sources, {})
     assert ranking.ordered[0].id == asked.id
+
+
+def test_a_faq_entrys_answer_is_quoted_though_ten_passages_match_better() -> None:
+    """The entry restating the question leads the pool; its answer, which the selector scored
+    low on its page, is quoted in a section of ten ahead of loose matches."""
+    question = "I deleted many rows from my Zorbo store but its file is as big as before: why?"
+    entry = make_evidence(
+        "(12) I deleted a lot of rows but the Zorbo store file did not get any smaller.",
+        source_id="s6",
+        relevance_bp=5500,
+        start=100,
+    )
+    answer = make_evidence(
+        "No. Deleted space goes to an internal free-list and is reused for new data.",
+        source_id="s6",
+        relevance_bp=2500,
+        start=entry.locator.end + 17,
+    )
+    loose = [
+        make_evidence(
+            f"Zorbo store file number {n} keeps rows before the file is deleted.",
+            source_id="s1",
+            relevance_bp=4000,
+            start=2000 + 100 * n,
+        )
+        for n in range(12)
+    ]
+    plan = ResearchPlan(
+        objective=question,
+        questions=[PlanQuestion(id="q1", text=question, priority="required")],
+    )
+    request = SynthesisRequest(
+        plan=plan, evidence=[*loose, entry, answer], sources=[*SOURCES.values(), FAQ]
+    )
+    assert answer.id in _cited(write_extractive_report(request))
