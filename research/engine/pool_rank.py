@@ -56,7 +56,7 @@ from research.engine.contracts import BASIS_POINTS, Evidence, SourceSummary
 from research.engine.guards import reciprocal_rank
 from research.engine.ledger import content_order
 from research.engine.quality import fold_name, subject_names
-from research.engine.question_echo import answer_pairs, is_echo
+from research.engine.question_echo import answer_pairs, restates_question
 from research.engine.question_terms import question_terms
 from research.engine.text import content_terms
 
@@ -185,6 +185,6 @@ def rank_pool(
     naming = frozenset(item.id for item in items if item.source_id in pages)
     ordered = sorted(
         items,
-        key=lambda e: (e.id not in naming, -fused[e.id], is_echo(e.excerpt), content_order(e)),
+        key=lambda e: (e.id not in naming, -fused[e.id], restates_question(e), content_order(e)),
     )
     return PoolRanking(ordered=ordered, pool_relevance=pool_relevance, naming=naming)

@@ -46,17 +46,23 @@ def is_echo(text: str) -> bool:
     return asks(text) or bool(_ENTRY_NUMBER.match(text) and _FIRST_PERSON.search(text))
 
 
+def restates_question(item: Evidence) -> bool:
+    """Whether the passage ``item`` restates a question (:func:`is_echo`). A code sample
+    never does: a shell prompt or a conditional's "?" asks nothing of the reader."""
+    return not item.locator.code and is_echo(item.excerpt)
+
+
 def answer_pairs(
     items: Sequence[Evidence], holds_terms: Callable[[Evidence], bool]
 ) -> list[tuple[Evidence, Evidence]]:
     """(echo, answer) pairs among ``items``: each passage that restates a question
-    (:func:`is_echo`) and the pooled passage that follows it on the same page under the same
-    heading, within :data:`_ANSWER_REACH`. The answer must hold a term of the question itself
+    (:func:`restates_question`) and the pooled passage that follows it on the same page under
+    the same heading, within :data:`_ANSWER_REACH`. The answer must hold a term of the question itself
     (``holds_terms``): a byline ("asked 12 June 2023 by …") between a forum question and its
     answer answers nothing, and is passed over; so is another question."""
     pairs = []
     for echo in items:
-        if not is_echo(echo.excerpt):
+        if not restates_question(echo):
             continue
         after = [
             item
@@ -65,7 +71,7 @@ def answer_pairs(
             and item.locator.heading == echo.locator.heading
             and echo.locator.end <= item.locator.start <= echo.locator.end + _ANSWER_REACH
             and holds_terms(item)
-            and not is_echo(item.excerpt)
+            and not restates_question(item)
         ]
         if after:
             pairs.append((echo, min(after, key=lambda item: item.locator.start)))

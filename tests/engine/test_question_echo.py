@@ -1,6 +1,6 @@
 """Passages that ask and the passages that answer them (``research/engine/question_echo.py``)."""
 
-from research.engine.question_echo import answer_pairs, asks, is_echo
+from research.engine.question_echo import answer_pairs, asks, is_echo, restates_question
 from tests.engine.factories import make_evidence
 
 
@@ -26,3 +26,13 @@ def test_the_answer_is_the_next_passage_holding_a_question_term() -> None:
     items = [later, other_page, answer, byline, echo]
     pairs = answer_pairs(items, lambda item: "cache" in item.excerpt)
     assert [(e.id, a.id) for e, a in pairs] == [(echo.id, answer.id)]
+
+
+def test_a_code_sample_ending_in_a_question_mark_restates_no_question() -> None:
+    sample = make_evidence("if [ -f x ]; then echo found?", source_id="s1", start=0)
+    sample = sample.model_copy(
+        update={"locator": sample.locator.model_copy(update={"code": True})}
+    )
+    after = make_evidence("The cache expires after an hour.", source_id="s1", start=40)
+    assert is_echo(sample.excerpt) and not restates_question(sample)
+    assert answer_pairs([sample, after], lambda item: True) == []
