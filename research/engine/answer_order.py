@@ -2,8 +2,9 @@
 
 The passages that answer a question directly lead its section (one to three, labelled
 "Answer"), supporting passages follow, and passages that contradict the answer come last; a
-question comparing two sides shows one block per side. Code is quoted only for questions
-about usage ("How do I…"). What a question is (a usage question, a comparison and its sides)
+question comparing two sides shows one block per side. Code is quoted for questions about
+usage ("How do I…"), and for any question a code sample holding a string the question quotes
+(the error message it asks about, printed in a session). What a question is (a usage question, a comparison and its sides)
 is read from its wording in general grammatical terms, never from a list of subjects.
 """
 
@@ -12,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from research.engine.contracts import ContradictionCandidate, Evidence
+from research.engine.question_terms import holds_phrase, quoted_phrases
 from research.engine.text import content_terms
 
 ANSWER_LABEL = "Answer"
@@ -61,8 +63,18 @@ _ALL_TERMS_UP_TO = 2
 
 
 def is_usage_question(question: str) -> bool:
-    """Whether ``question`` asks how to do something: the only kind a code sample answers."""
+    """Whether ``question`` asks how to do something: the kind a code sample answers."""
     return bool(_USAGE.search(question))
+
+
+def quotes_code(question: str, code: str) -> bool:
+    """Whether the code sample ``code`` may be quoted for ``question``: a usage question, or
+    one quoting a string the sample holds, its terms in order ("Why does it print \"Possible
+    memory leak detected\"?" is answered by the session that prints it and what follows)."""
+    if is_usage_question(question):
+        return True
+    terms = content_terms(code)
+    return any(holds_phrase(terms, phrase) for phrase in quoted_phrases(question))
 
 
 def _side(text: str) -> str:

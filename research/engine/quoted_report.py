@@ -20,7 +20,7 @@ from research.engine.answer_order import (
     answer_first,
     by_side,
     comparison_sides,
-    is_usage_question,
+    quotes_code,
 )
 from research.engine.contracts import (
     BASIS_POINTS,
@@ -184,12 +184,13 @@ def _homes(
     affinity: dict[tuple[str, str], float],
     order: dict[str, int],
     limit: int,
-    usage: frozenset[str] = frozenset(),
+    quotable: Callable[[str, Evidence], bool] = lambda qid, item: not item.locator.code,
 ) -> dict[str, str]:
     """The question each quotation is shown under: the one it speaks to most specifically,
     unless that section is full and another question it answers has room. Strongest
-    quotations choose first, so a full section never pushes out its best ones. A code sample
-    is shown only under a usage question (ids ``usage``)."""
+    quotations choose first, so a full section never pushes out its best ones. A quotation is
+    shown only under a question it is ``quotable`` for (question id, item): a code sample
+    under one it answers as code (:func:`research.engine.answer_order.quotes_code`)."""
     homes: dict[str, str] = {}
     load: dict[str, int] = defaultdict(int)
 
@@ -200,11 +201,7 @@ def _homes(
         evidence, key=lambda e: (-e.relevance_bp, -best_affinity(e), content_order(e))
     ):
         candidates = sorted(
-            (
-                qid
-                for qid in item.question_ids
-                if qid in order and (qid in usage or not item.locator.code)
-            ),
+            (qid for qid in item.question_ids if qid in order and quotable(qid, item)),
             key=lambda qid: (-affinity.get((qid, item.id), 0.0), order[qid]),
         )
         if not candidates:
@@ -476,15 +473,18 @@ def write_extractive_report(request: SynthesisRequest, *, note: str | None = Non
     affinity = _affinities(request)
     order = {question.id: place for place, question in enumerate(plan.questions)}
     limit = MAX_FINDINGS_SOLE_QUESTION if len(plan.questions) == 1 else MAX_FINDINGS_PER_QUESTION
-    usage = frozenset(q.id for q in plan.questions if is_usage_question(q.text))
-    home = _homes(request.evidence, affinity, order, limit, usage)
-    # A code sample answers a question about usage only; for any other question it stays in
-    # the evidence list but is quoted as no finding.
+    texts = {question.id: question.text for question in plan.questions}
+
+    # A code sample answers a question about usage, or one quoting a string it holds (the
+    # error message asked about); for any other question it stays in the evidence list but is
+    # quoted as no finding.
+    def quotable(question_id: str, item: Evidence) -> bool:
+        return not item.locator.code or quotes_code(texts[question_id], item.excerpt)
+
+    home = _homes(request.evidence, affinity, order, limit, quotable)
     shown = {
         question.id: [
-            item
-            for item in by_question.get(question.id, [])
-            if question.id in usage or not item.locator.code
+            item for item in by_question.get(question.id, []) if quotable(question.id, item)
         ]
         for question in plan.questions
     }
@@ -496,7 +496,8 @@ def write_extractive_report(request: SynthesisRequest, *, note: str | None = Non
             description = f"No verified evidence was found for: {question.text}"
         elif not shown[question.id]:
             description = (
-                f"The evidence found is code, quoted only for usage questions: {question.text}"
+                "The evidence found is code, quoted only for usage questions or when it holds "
+                f"a string the question quotes: {question.text}"
             )
         else:
             chosen = _choose(question, shown[question.id], sources, affinity, home, limit, spill)

@@ -13,6 +13,7 @@ from research.engine.answer_order import (
     comparison_sides,
     is_usage_question,
     names_side,
+    quotes_code,
 )
 from research.engine.contracts import ContradictionCandidate, ContradictionPosition
 from tests.llm.factories import make_evidence
@@ -43,6 +44,15 @@ def test_questions_about_doing_something_are_usage_questions(question):
 )
 def test_other_questions_are_not(question):
     assert not is_usage_question(question)
+
+
+def test_code_is_quoted_for_usage_or_when_it_holds_the_quoted_string():
+    session = "> run()\nRuntimeError: Working outside of the zorbo context."
+    assert quotes_code("How do I start a zorbo context?", "ctx = zorbo.start()")
+    assert quotes_code('Why do I get "Working outside of the zorbo context"?', session)
+    # The quoted terms out of order, or a question quoting nothing, do not make code an answer.
+    assert not quotes_code('Why do I get "zorbo context outside working"?', session)
+    assert not quotes_code("Why does the zorbo context fail?", session)
 
 
 @pytest.mark.parametrize(

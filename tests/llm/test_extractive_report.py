@@ -370,6 +370,29 @@ def test_a_question_with_only_code_for_a_non_usage_question_is_a_gap():
     assert report.gaps[0].description.startswith("The evidence found is code")
 
 
+def test_code_printing_the_quoted_error_is_quoted_for_a_why_question():
+    """A session that prints the message the question quotes shows where it comes from, and
+    the code around it (the call that changes the limit) answers what to do about it."""
+    plan = make_plan('Why does Zorbo print "Possible listener leak detected"?')
+    session = (
+        "> emitter.setLimit(1);\n> emitter.on('x', f);\n> emitter.on('x', g);\n"
+        "(zorbo) Warning: Possible listener leak detected. 2 x listeners added."
+    )
+    other_code = "emitter.on('x', f);"
+    evidence = [
+        make_evidence("e1", "Zorbo emitters warn when many listeners are added.", "q1"),
+        _code_evidence("e2", session),
+        _code_evidence("e3", other_code),
+    ]
+
+    report = _write(plan, evidence)
+
+    texts = [s.text for s in report.sections[0].statements if s.kind == "finding"]
+    assert session in texts  # shown as code, as the page has it
+    cited = {e for s in report.statements() for e in s.evidence_ids}
+    assert "e3" not in cited  # code without the quoted string stays out of a why question
+
+
 def test_code_extracted_for_two_questions_is_shown_under_the_usage_one():
     plan = make_plan(
         "What does the foreign_keys pragma do?", "How do I enable the foreign_keys pragma?"
