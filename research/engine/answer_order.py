@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from research.engine.contracts import ContradictionCandidate, Evidence
-from research.engine.question_terms import holds_phrase, quoted_phrases
+from research.engine.question_terms import holds_phrase, question_kind, quoted_phrases
 from research.engine.text import content_terms
 
 ANSWER_LABEL = "Answer"
@@ -63,8 +63,10 @@ _ALL_TERMS_UP_TO = 2
 
 
 def is_usage_question(question: str) -> bool:
-    """Whether ``question`` asks how to do something: the kind a code sample answers."""
-    return bool(_USAGE.search(question))
+    """Whether ``question`` asks how to do something: the kind a code sample answers. A
+    question the selector reads as asking for a procedure (``question_kind``, for which it
+    extracts code blocks) is one, so the code it extracts is quoted."""
+    return bool(_USAGE.search(question)) or question_kind(question).kind == "procedure"
 
 
 def quotes_code(question: str, code: str) -> bool:

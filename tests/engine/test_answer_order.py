@@ -27,6 +27,7 @@ from tests.llm.factories import make_evidence
         "Explain how to undo the last commit",
         "What command shows the reflog?",
         "Which syntax declares an async view?",
+        "How must we configure the pool?",
     ],
 )
 def test_questions_about_doing_something_are_usage_questions(question):
