@@ -73,10 +73,17 @@ def quotes_code(question: str, code: str) -> bool:
     """Whether the code sample ``code`` may be quoted for ``question``: a usage question, or
     one quoting a string the sample holds, its terms in order ("Why does it print \"Possible
     memory leak detected\"?" is answered by the session that prints it and what follows)."""
-    if is_usage_question(question):
-        return True
-    terms = content_terms(code)
-    return any(holds_phrase(terms, phrase) for phrase in quoted_phrases(question))
+    return is_usage_question(question) or holds_quoted(question, code)
+
+
+def holds_quoted(question: str, text: str) -> bool:
+    """Whether ``text`` holds a string ``question`` quotes (two content terms or more, in
+    order): the message the asker saw or the wording they typed, word for word."""
+    phrases = quoted_phrases(question)
+    if not phrases:
+        return False
+    terms = content_terms(text)
+    return any(holds_phrase(terms, phrase) for phrase in phrases)
 
 
 def _side(text: str) -> str:

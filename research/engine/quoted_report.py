@@ -20,6 +20,7 @@ from research.engine.answer_order import (
     answer_first,
     by_side,
     comparison_sides,
+    holds_quoted,
     quotes_code,
 )
 from research.engine.contracts import (
@@ -231,9 +232,14 @@ def _answers_directly(
     question asks for and names the subject the question names (the checks that otherwise
     make a stated gap, :func:`research.engine.gaps.unanswered`; ``named`` as there). A
     quotation that only asks questions (a forum post's question, a FAQ's heading) answers
-    nothing, however well it matches."""
+    nothing, however well it matches; one holding a string the question quotes (the error
+    message asked about, and what the page says of it) answers, however loosely it matches."""
     lead = group[0]
-    if relevance < SUPPORTS_RELEVANCE or _asks(lead.excerpt):
+    if _asks(lead.excerpt):
+        return False
+    if holds_quoted(question, lead.excerpt):
+        return True
+    if relevance < SUPPORTS_RELEVANCE:
         return False
     return not unanswered(question, [lead], sources, named)
 
@@ -298,8 +304,12 @@ def _choose(
     # selector's page-local scale, or on the pool's (BM25 against the pool's best, a relative
     # scale on which some passage always leads) while also carrying the kind of value the
     # question asks for: the pool's scale alone would let a passage repeating the question's
-    # words ("how much the grant pays") pass for an answer.
+    # words ("how much the grant pays") pass for an answer. A quotation holding a string the
+    # question quotes answers too: it is where the message the asker saw comes from, whether
+    # or not it repeats the name of what printed it.
     def answers(group: list[Evidence]) -> bool:
+        if holds_quoted(question.text, group[0].excerpt):
+            return True
         if not pool.names_subject(group[0]):
             return False
         if _best_relevance(group) >= _RELEVANT_BP:
@@ -321,11 +331,15 @@ def _choose(
     groups.sort(
         key=lambda group: bool(unanswered(question.text, group[:1], sources, pool.names_subject))
     )
+    # A quotation holding a string the question quotes (the error message asked about) is
+    # where that string comes from: it keeps its place and leads, whatever the pool's order.
+    quoting = {id(group) for group in groups if holds_quoted(question.text, group[0].excerpt)}
+    groups.sort(key=lambda group: id(group) not in quoting)
     overflow = frozenset(
         group[0].id for group in groups[limit:] if home.get(group[0].id) == question.id
     )
     groups = groups[:limit]
-    groups.sort(key=lambda group: ranked.index(group[0]))
+    groups.sort(key=lambda group: (id(group) not in quoting, ranked.index(group[0])))
     return _Chosen(pool=pool, groups=groups, overflow=overflow)
 
 

@@ -393,6 +393,33 @@ def test_code_printing_the_quoted_error_is_quoted_for_a_why_question():
     assert "e3" not in cited  # code without the quoted string stays out of a why question
 
 
+def test_the_passage_holding_the_quoted_message_leads_the_section():
+    plan = make_plan('My Zorbo script fails with "quota ledger sealed" when it starts: why?')
+    # The holder does not name Zorbo and the selector scored it low: the pool ranks it last.
+    holder = make_evidence(
+        "e0",
+        "The error quota ledger sealed means another process holds it.",
+        "q1",
+        source_id="s0",
+        relevance=0.3,
+    )
+    others = [
+        make_evidence(
+            f"e{n}",
+            f"Zorbo script {n} fails when it starts, and the Zorbo script starts again.",
+            "q1",
+            source_id=f"s{n}",
+            relevance=0.9,
+        )
+        for n in range(1, 13)
+    ]
+
+    report = _write(plan, [*others, holder])
+
+    findings = [s for s in report.sections[0].statements if s.kind == "finding"]
+    assert findings[0].evidence_ids == ["e0"]
+
+
 def test_code_extracted_for_two_questions_is_shown_under_the_usage_one():
     plan = make_plan(
         "What does the foreign_keys pragma do?", "How do I enable the foreign_keys pragma?"
