@@ -115,6 +115,46 @@ def names_side(said: str, side: str, other: str) -> bool:
     return bool(own) and len(found) >= needed
 
 
+# Six words in common open a sentence frame, not a common phrase: the entries of a manual's
+# option list or settings table ("Create a shallow clone with a history after …", "… with a
+# history truncated to …") share that many, while phrases any page repeats ("The default is",
+# "See also the", "New in version 2") are shorter.
+_FRAME_WORDS = 6
+_WORD = re.compile(r"\w+")
+
+
+def _frame(text: str) -> tuple[str, ...]:
+    """The first :data:`_FRAME_WORDS` words of ``text``, case folded."""
+    return tuple(_WORD.findall(text.casefold())[:_FRAME_WORDS])
+
+
+def with_siblings(
+    shown: list[list[Evidence]], candidates: Sequence[list[Evidence]]
+) -> list[list[Evidence]]:
+    """``shown`` (groups of near-identical quotations), each followed by its siblings among
+    ``candidates`` not shown: the passages of the same page opening with the same
+    :data:`_FRAME_WORDS` words. A page listing alternatives in one frame (the options that
+    make a shallow clone, the expiry settings of two kinds of entries) states one of them
+    as incomplete as it is alone; its siblings are the rest of the answer."""
+    taken = {group[0].id for group in shown}
+    placed: list[list[Evidence]] = []
+    for group in shown:
+        placed.append(group)
+        frame = _frame(group[0].excerpt)
+        if len(frame) < _FRAME_WORDS:
+            continue
+        for other in candidates:
+            lead = other[0]
+            if (
+                lead.id not in taken
+                and lead.source_id == group[0].source_id
+                and _frame(lead.excerpt) == frame
+            ):
+                placed.append(other)
+                taken.add(lead.id)
+    return placed
+
+
 @dataclass(frozen=True)
 class Placed:
     """One group of near-identical quotations and the block (label) it is shown in."""

@@ -22,6 +22,7 @@ from research.engine.answer_order import (
     comparison_sides,
     holds_quoted,
     quotes_code,
+    with_siblings,
 )
 from research.engine.contracts import (
     BASIS_POINTS,
@@ -335,11 +336,17 @@ def _choose(
     # where that string comes from: it keeps its place and leads, whatever the pool's order.
     quoting = {id(group) for group in groups if holds_quoted(question.text, group[0].excerpt)}
     groups.sort(key=lambda group: id(group) not in quoting)
-    overflow = frozenset(
-        group[0].id for group in groups[limit:] if home.get(group[0].id) == question.id
-    )
+    beyond = groups[limit:]
     groups = groups[:limit]
     groups.sort(key=lambda group: (id(group) not in quoting, ranked.index(group[0])))
+    # Each quotation brings its siblings, the alternatives its page lists in the same words.
+    groups = with_siblings(groups, own)
+    shown = {group[0].id for group in groups}
+    overflow = frozenset(
+        group[0].id
+        for group in beyond
+        if home.get(group[0].id) == question.id and group[0].id not in shown
+    )
     return _Chosen(pool=pool, groups=groups, overflow=overflow)
 
 

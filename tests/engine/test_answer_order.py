@@ -14,6 +14,7 @@ from research.engine.answer_order import (
     is_usage_question,
     names_side,
     quotes_code,
+    with_siblings,
 )
 from research.engine.contracts import ContradictionCandidate, ContradictionPosition
 from tests.llm.factories import make_evidence
@@ -164,3 +165,24 @@ def test_a_comparison_shows_one_block_per_side():
         ("gas boilers", "e1"),
         (SUPPORTING_LABEL, "e4"),
     ]
+
+
+def test_a_quotation_brings_the_alternatives_its_page_lists_in_the_same_words():
+    shown = make_evidence("e1", "Create a shallow zorbo copy with a history after a date.", "q1")
+    sibling = make_evidence(
+        "e2", "Create a shallow zorbo copy with a history of the last n commits.", "q1"
+    )
+    elsewhere = make_evidence(
+        "e3", "Create a shallow zorbo copy with a history of one branch.", "q1", source_id="s2"
+    )
+    short = make_evidence("e4", "The default is 31 days.", "q1")
+    common = make_evidence("e5", "The default is 90 days.", "q1")
+    unrelated = make_evidence("e6", "Zorbo copies keep their history.", "q1")
+
+    placed = with_siblings(
+        [[shown], [short], [unrelated]], [[shown], [sibling], [elsewhere], [short], [common]]
+    )
+
+    # The sibling follows its lead; another page's entry, and a phrase of three words shared
+    # by two short lines, bring nothing.
+    assert [group[0].id for group in placed] == ["e1", "e2", "e4", "e6"]

@@ -420,6 +420,31 @@ def test_the_passage_holding_the_quoted_message_leads_the_section():
     assert findings[0].evidence_ids == ["e0"]
 
 
+def test_a_quotation_is_shown_with_the_siblings_its_page_lists_in_the_same_words():
+    plan = make_plan("How long does Zorbo keep old ledger entries?")
+    evidence = [
+        make_evidence(
+            "e1", "zorbo expire removes ledger entries older than this; defaults to 90 days.", "q1"
+        ),
+        # The same frame on the same page, for the entries no branch reaches: it matches the
+        # question less well than the loose passages below and alone would not be shown.
+        make_evidence(
+            "e2",
+            "zorbo expire removes ledger entries older than this that no branch reaches, "
+            "whichever store holds them; defaults to 30 days.",
+            "q1",
+            relevance=0.2,
+        ),
+        make_evidence("e3", "Zorbo keeps old ledger entries for a while.", "q1", source_id="s2"),
+        make_evidence("e4", "Zorbo ledger entries are kept in a log.", "q1", source_id="s3"),
+    ]
+
+    section = _write(plan, evidence).sections[0]
+
+    cited = [s.evidence_ids for s in section.statements if s.kind == "finding"]
+    assert ["e1"] in cited and ["e2"] in cited
+
+
 def test_code_extracted_for_two_questions_is_shown_under_the_usage_one():
     plan = make_plan(
         "What does the foreign_keys pragma do?", "How do I enable the foreign_keys pragma?"
