@@ -28,6 +28,11 @@ gathered passages are ranked against each other instead:
   about another subject still says nothing of the question's subject. A passage of a page
   whose other pooled passages name the subject names it too: a sentence need not repeat the
   name its page gives it ("The default … for dev is therefore 0.").
+* **the answer after the question** (:mod:`research.engine.question_echo`): a FAQ entry or a
+  forum question restating the question matches it best yet answers nothing; the passage
+  that follows it on its page under the same heading (its answer) inherits its fused rank and
+  pool relevance, and ranks before it (FAQ retrieval's question–answer pairs, Burke et al.
+  1997; Jijkoun and de Rijke 2005).
 
 The pool-level BM25 score divided by the pool's best is also a second relevance scale
 (:func:`PoolRanking.relevance`), the better of the passage in its context against the
@@ -51,6 +56,7 @@ from research.engine.contracts import BASIS_POINTS, Evidence, SourceSummary
 from research.engine.guards import reciprocal_rank
 from research.engine.ledger import content_order
 from research.engine.quality import fold_name, subject_names
+from research.engine.question_echo import answer_pairs, restates_question
 from research.engine.question_terms import question_terms
 from research.engine.text import content_terms
 
@@ -164,6 +170,12 @@ def rank_pool(
         item.id: reciprocal_rank(ranking[place] for ranking in rankings)
         for place, item in enumerate(items)
     }
+    # The answer of a FAQ entry or forum question takes the question's place: it inherits the
+    # echo's fused rank and pool relevance, and a passage restating a question follows its equals.
+    holds_terms = {item.id: alone > 0 for item, alone in zip(items, excerpt_bm25, strict=True)}
+    for echo, answer in answer_pairs(items, lambda item: holds_terms[item.id]):
+        fused[answer.id] = max(fused[answer.id], fused[echo.id])
+        pool_relevance[answer.id] = max(pool_relevance[answer.id], pool_relevance[echo.id])
     names = subject_names([question])
     naming = frozenset(item.id for item in items if names_subject(item, names, sources))
     # A passage names its page's subject when another passage of that page does: "The
@@ -171,5 +183,8 @@ def rank_pool(
     # speaks of it as they do (the passage read in its document's context, as in Callan 1994).
     pages = {item.source_id for item in items if item.id in naming}
     naming = frozenset(item.id for item in items if item.source_id in pages)
-    ordered = sorted(items, key=lambda e: (e.id not in naming, -fused[e.id], content_order(e)))
+    ordered = sorted(
+        items,
+        key=lambda e: (e.id not in naming, -fused[e.id], restates_question(e), content_order(e)),
+    )
     return PoolRanking(ordered=ordered, pool_relevance=pool_relevance, naming=naming)

@@ -39,6 +39,7 @@ from research.engine.contracts import (
 from research.engine.gaps import stated_gap, unanswered, unnamed_subject
 from research.engine.ledger import content_order
 from research.engine.pool_rank import PoolRanking, rank_pool
+from research.engine.question_echo import asks
 from research.engine.question_terms import (
     NEAR_DUPLICATE,
     SUPPORTS_RELEVANCE,
@@ -236,26 +237,13 @@ def _answers_directly(
     nothing, however well it matches; one holding a string the question quotes (the error
     message asked about, and what the page says of it) answers, however loosely it matches."""
     lead = group[0]
-    if _asks(lead.excerpt):
+    if asks(lead.excerpt):
         return False
     if holds_quoted(question, lead.excerpt):
         return True
     if relevance < SUPPORTS_RELEVANCE:
         return False
     return not unanswered(question, [lead], sources, named)
-
-
-# The end of a sentence: its closing mark, and any closing quotation marks or brackets.
-_SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*(?=\s|$)")
-
-
-def _asks(text: str) -> bool:
-    """Whether ``text`` ends by asking: its last sentence ends with a question mark. What
-    comes before ("I rebased a branch last month. Is it still in the reflog?") is the asker's
-    setting, not an answer; a question answered in the passage ("Is it kept? Yes, 90
-    days.") ends with the answer."""
-    ends = [match.group(0) for match in _SENTENCE_END.finditer(text.strip())]
-    return bool(ends) and ends[-1].startswith("?")
 
 
 @dataclass(frozen=True)

@@ -211,3 +211,113 @@ def test_pool_relevance_measures_a_passages_own_text_against_the_best_own_text()
     ranking = rank_pool(question, [forum_line, answer], sources, {})
     assert ranking.pool_relevance[forum_line.id] == 1.0
     assert ranking.pool_relevance[answer.id] == 1.0
+
+
+FAQ = SourceSummary(id="s6", title="Zorbo FAQ", url="https://zorbo.example/faq")
+
+
+def test_the_answer_after_a_faq_entry_takes_the_entrys_place() -> None:
+    """A numbered FAQ entry told in the asker's voice restates the question and answers
+    nothing; the passage after it on its page is its answer and ranks first, with the entry's
+    pool relevance."""
+    question = "I deleted many rows from my Zorbo store but its file is as big as before: why?"
+    entry = make_evidence(
+        "(12) I deleted a lot of rows but the Zorbo store file did not get any smaller.",
+        source_id="s6",
+        relevance_bp=5500,
+        start=100,
+    )
+    answer = make_evidence(
+        "No. Deleted space goes to an internal free-list and is reused for new data.",
+        source_id="s6",
+        relevance_bp=3100,
+        start=entry.locator.end + 17,
+    )
+    other = make_evidence(
+        "Zorbo store files grow when rows are added.", source_id="s1", relevance_bp=4000
+    )
+    sources = {**SOURCES, "s6": FAQ}
+    ranking = rank_pool(question, [other, entry, answer], sources, {})
+    assert [item.id for item in ranking.ordered[:2]] == [answer.id, entry.id]
+    assert ranking.pool_relevance[answer.id] == ranking.pool_relevance[entry.id]
+
+
+def test_a_forum_questions_answer_is_found_past_its_byline() -> None:
+    """The byline between a forum question and its answer holds no question term and is
+    passed over; the answer, not the question, leads."""
+    question = "How long does Zorbo keep old log entries before pruning them?"
+    asked = _under(
+        make_evidence(
+            "My Zorbo log lost entries from last month. Does it prune old log entries?",
+            source_id="s4",
+            relevance_bp=5900,
+            start=59,
+        ),
+        FORUM.title,
+    )
+    byline = _under(
+        make_evidence("asked 12 June 2023 by pkowal", source_id="s4", relevance_bp=4700, start=227),
+        FORUM.title,
+    )
+    answer = _under(
+        make_evidence(
+            "Log entries are pruned when cleanup runs.", source_id="s4", relevance_bp=3000, start=257
+        ),
+        FORUM.title,
+    )
+    sources = {**SOURCES, "s4": FORUM}
+    ranking = rank_pool(question, [asked, byline, answer], sources, {})
+    assert ranking.ordered[0].id == answer.id
+    assert ranking.ordered.index(answer) < ranking.ordered.index(asked)
+
+
+def test_a_passage_far_after_a_question_or_under_another_heading_inherits_nothing() -> None:
+    question = "How long does Zorbo keep old log entries before pruning them?"
+    asked = make_evidence(
+        "Does Zorbo prune old log entries?", source_id="s6", relevance_bp=5900, start=0
+    )
+    far = make_evidence(
+        "Zorbo log files are rotated.", source_id="s6", relevance_bp=2000, start=5000
+    )
+    elsewhere = _under(
+        make_evidence("Zorbo log levels are five.", source_id="s6", relevance_bp=2000, start=40),
+        "Levels",
+    )
+    sources = {**SOURCES, "s6": FAQ}
+    ranking = rank_pool(question, [asked, far, elsewhere], sources, {})
+    assert ranking.ordered[0].id == asked.id
+
+
+def test_a_faq_entrys_answer_is_quoted_though_ten_passages_match_better() -> None:
+    """The entry restating the question leads the pool; its answer, which the selector scored
+    low on its page, is quoted in a section of ten ahead of loose matches."""
+    question = "I deleted many rows from my Zorbo store but its file is as big as before: why?"
+    entry = make_evidence(
+        "(12) I deleted a lot of rows but the Zorbo store file did not get any smaller.",
+        source_id="s6",
+        relevance_bp=5500,
+        start=100,
+    )
+    answer = make_evidence(
+        "No. Deleted space goes to an internal free-list and is reused for new data.",
+        source_id="s6",
+        relevance_bp=2500,
+        start=entry.locator.end + 17,
+    )
+    loose = [
+        make_evidence(
+            f"Zorbo store file number {n} keeps rows before the file is deleted.",
+            source_id="s1",
+            relevance_bp=4000,
+            start=2000 + 100 * n,
+        )
+        for n in range(12)
+    ]
+    plan = ResearchPlan(
+        objective=question,
+        questions=[PlanQuestion(id="q1", text=question, priority="required")],
+    )
+    request = SynthesisRequest(
+        plan=plan, evidence=[*loose, entry, answer], sources=[*SOURCES.values(), FAQ]
+    )
+    assert answer.id in _cited(write_extractive_report(request))
