@@ -133,26 +133,33 @@ def with_siblings(
 ) -> list[list[Evidence]]:
     """``shown`` (groups of near-identical quotations), each followed by its siblings among
     ``candidates`` not shown: the passages of the same page opening with the same
-    :data:`_FRAME_WORDS` words. A page listing alternatives in one frame (the options that
-    make a shallow clone, the expiry settings of two kinds of entries) states one of them
-    as incomplete as it is alone; its siblings are the rest of the answer."""
+    :data:`_FRAME_WORDS` words, and for a code sample the other code samples under the same
+    heading of its page. A page listing alternatives in one frame (the options that make a
+    shallow clone, the expiry settings of two kinds of entries) states one of them as
+    incomplete as it is alone, and the code samples of one section are the parts of its one
+    example (the files of a project, a command and what it prints); its siblings are the
+    rest of the answer."""
     taken = {group[0].id for group in shown}
     placed: list[list[Evidence]] = []
     for group in shown:
         placed.append(group)
-        frame = _frame(group[0].excerpt)
-        if len(frame) < _FRAME_WORDS:
-            continue
         for other in candidates:
             lead = other[0]
-            if (
-                lead.id not in taken
-                and lead.source_id == group[0].source_id
-                and _frame(lead.excerpt) == frame
-            ):
+            if lead.id not in taken and _siblings(group[0], lead):
                 placed.append(other)
                 taken.add(lead.id)
     return placed
+
+
+def _siblings(first: Evidence, second: Evidence) -> bool:
+    """Whether two quotations of one page are siblings: both open with the same
+    :data:`_FRAME_WORDS` words, or both are code samples under the same heading."""
+    if first.source_id != second.source_id:
+        return False
+    if first.locator.code and second.locator.code:
+        return bool(first.locator.heading) and first.locator.heading == second.locator.heading
+    frame = _frame(first.excerpt)
+    return len(frame) == _FRAME_WORDS and _frame(second.excerpt) == frame
 
 
 @dataclass(frozen=True)

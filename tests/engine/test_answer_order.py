@@ -186,3 +186,20 @@ def test_a_quotation_brings_the_alternatives_its_page_lists_in_the_same_words():
     # The sibling follows its lead; another page's entry, and a phrase of three words shared
     # by two short lines, bring nothing.
     assert [group[0].id for group in placed] == ["e1", "e2", "e4", "e6"]
+
+
+def _code(item, heading: str):
+    return item.model_copy(
+        update={"locator": item.locator.model_copy(update={"code": True, "heading": heading})}
+    )
+
+
+def test_a_code_sample_brings_the_other_code_samples_under_its_heading():
+    shown = _code(make_evidence("e1", "import './old.cjs'; // loaded as CommonJS", "q1"), "Files")
+    part = _code(make_evidence("e2", '// app.js, an ES module: "type": "module"', "q1"), "Files")
+    other_heading = _code(make_evidence("e3", "import x from 'y';", "q1"), "Loaders")
+    prose = make_evidence("e4", "Files ending in .cjs are loaded as CommonJS.", "q1", heading="Files")
+
+    placed = with_siblings([[shown]], [[shown], [part], [other_heading], [prose]])
+
+    assert [group[0].id for group in placed] == ["e1", "e2"]
