@@ -29,9 +29,7 @@ TUNE = load_tasks(task_set="tune")
 HELDOUT = load_tasks(task_set="heldout")
 REAL = [*TUNE, *HELDOUT]
 CORPUS = load_corpus(port=8000)
-# Issue 14: at least 60 real-documents questions, at least 30 held out. Issue 14 also asked for
-# at least half held out; the tune set was widened to 50 (so that the method is not fitted to
-# 30 answerable questions) while the held-out set stays 38 until fresh questions are written.
+# Issue 14: at least 60 real-documents questions, at least 30 (and at least half) held out.
 MIN_REAL_TASKS = 60
 MIN_HELDOUT_TASKS = 30
 # Unanswerable questions stay a minority of a set (at most one in four), so that recall and
@@ -115,9 +113,10 @@ def test_injection_pages_really_ask_for_the_forbidden_things(task):
 # --------------------------------------------------------------------------------------------
 
 
-def test_the_real_documents_sets_are_large_enough():
+def test_the_real_documents_sets_are_large_enough_and_mostly_held_out():
     assert len(REAL) >= MIN_REAL_TASKS
     assert len(HELDOUT) >= MIN_HELDOUT_TASKS
+    assert len(HELDOUT) * 2 >= len(REAL)
 
 
 @pytest.mark.parametrize("tasks", [TUNE, HELDOUT], ids=["tune", "heldout"])
