@@ -271,7 +271,7 @@ def _tune_questions() -> list[str]:
 
 
 def test_every_tune_question_is_read():
-    assert len(_tune_questions()) == 38
+    assert len(_tune_questions()) == 50
 
 
 @pytest.mark.parametrize("question", _tune_questions())
