@@ -215,24 +215,42 @@ def quotations(texts: Iterable[str]) -> frozenset[str]:
     )
 
 
+def plain_words(texts: Iterable[str]) -> frozenset[str]:
+    """Every word of the texts but the stop words, folded as names are, in whatever case it
+    is written: a name typed in lower case ("run zircon stash") is among them."""
+    return frozenset(
+        _fold(match.group(0))
+        for text in texts
+        for match in _WORD.finditer(text)
+        if match.group(0).lower() not in STOP_WORDS and len(match.group(0)) > 1
+    )
+
+
 class Subjects(frozenset[str]):
-    """A plan's subject names (a frozenset of folded names) and, as ``quotations``, the
-    folded passages its wording quotes."""
+    """A plan's subject names (a frozenset of folded names); as ``quotations``, the folded
+    passages its wording quotes; as ``words``, all its words (:func:`plain_words`)."""
 
     quotations: frozenset[str]
+    words: frozenset[str]
 
-    def __new__(cls, names: Iterable[str], quoted: Iterable[str] = ()) -> "Subjects":
+    def __new__(
+        cls, names: Iterable[str], quoted: Iterable[str] = (), words: Iterable[str] = ()
+    ) -> "Subjects":
         subjects = super().__new__(cls, names)
         subjects.quotations = frozenset(quoted)
+        subjects.words = frozenset(words)
         return subjects
 
 
 def plan_subjects(plan: ResearchPlan) -> Subjects:
     """Names of the plan's subject, from its objective, topics and questions: the names they
     mention (:func:`subject_names`) and the programs they run on a command line
-    (:func:`command_names`); with the passages they quote (:func:`quotations`)."""
+    (:func:`command_names`); with the passages they quote (:func:`quotations`) and all their
+    words (:func:`plain_words`)."""
     texts = [plan.objective, *plan.scope.included_topics, *(q.text for q in plan.questions)]
-    return Subjects(subject_names(texts) | command_names(texts), quotations(texts))
+    return Subjects(
+        subject_names(texts) | command_names(texts), quotations(texts), plain_words(texts)
+    )
 
 
 def _site_names(document: SourceDocument) -> list[list[str]]:
@@ -389,12 +407,22 @@ def _documented_subject(
             f"the site presents itself as {project!r}'s own documentation and the page quotes "
             "the passage the question quotes."
         )
+    # The project itself, named in any case: a name typed in lower case ("does zircon stash
+    # keep ...") is no subject by its shape, but the word the site's address or name gives
+    # as a project's own documentation is that project's name.
+    words = getattr(subjects, "words", frozenset())
+    for found in projects:
+        if found in words:
+            return found, (
+                f"the site presents itself as {found!r}'s own documentation and the question "
+                f"names {found!r}."
+            )
     return None
 
 
 def _first_party(document: SourceDocument, subjects: Collection[str]) -> tuple[str, str] | None:
     """:func:`first_party_subject`'s subject and the reason its note gives."""
-    if not subjects:
+    if not subjects and not getattr(subjects, "words", None):
         return None
     try:
         host = hostname(document.final_url)
@@ -441,8 +469,9 @@ def first_party_subject(document: SourceDocument, subjects: Collection[str]) -> 
     name that spells one is a name followed by own-site words (``tarn-lang.org``, "Quill
     Documentation") — and the page's title or opening (``LEAD_CHARS``) names the subject, or
     the page quotes a passage the question quotes (``Subjects.quotations``; the subject is
-    then the project): a project's documentation documents its own tools, options and error
-    messages, which a question may name without naming the project. The final and the
+    then the project), or the question names that project in any case (``Subjects.words``): a
+    project's documentation documents its own tools, options and error messages, which a
+    question may name without naming the project, or name in lower case. The final and the
     canonical address must agree on the site.
     """
     found = _first_party(document, subjects)

@@ -11,6 +11,7 @@ from research.engine.quality import (
     first_party_subject,
     fold_name,
     is_first_party,
+    plain_words,
     plan_subjects,
     quotations,
     subject_names,
@@ -239,6 +240,8 @@ def test_plan_subjects_carry_command_names_and_quotations():
     subjects = plan_subjects(plan)
     assert "zircon" in subjects
     assert subjects.quotations == {fold_name("Updates were rejected because the tip is behind")}
+    assert {"zircon", "push", "safe", "plain"} <= subjects.words
+    assert "is" not in subjects.words
     # two words quoted for emphasis are no message
     assert quotations(['Is "plain force" safe?']) == frozenset()
 
@@ -284,6 +287,19 @@ DOCUMENTED = [
      None),
     ("https://developer.hashicorp.com/terraform/cli", "Terraform | HashiCorp Developer", None,
      "Widgetry plans changes. " + _FILLER, {"widgetry"}, None),
+    # the question names the project in lower case, as a command is typed ("does zircon
+    # stash ..."): no subject by its shape, but the word the address gives as the project's
+    ("https://zircon-scm.com/docs/zircon-stash.html", "zircon-stash(1)", None, _FILLER,
+     Subjects(set(), (), plain_words(["Will zircon stash keep new files?"])), "zircon"),
+    ("https://docs.megastore.io/en/14/orm/session.html", "Session — Megastore 1.4 Documentation",
+     None, _FILLER, Subjects(set(), (), plain_words(["does megastore flush first?"])),
+     "megastore"),
+    # ... while a question that does not name the project gets no such page
+    ("https://zircon-scm.com/docs/zircon-stash.html", "zircon-stash(1)", None, _FILLER,
+     Subjects(set(), (), plain_words(["Will tarn stash keep new files?"])), None),
+    # and a site that is not a project's documentation is not one for naming its name
+    ("https://example.com/zircon-tips", "Zircon tips - Example Blog", "Example Blog", _FILLER,
+     Subjects(set(), (), plain_words(["Will zircon stash keep new files?", "example"])), None),
     # a project's documentation that neither names a subject nor quotes the question
     ("https://doc.tarn-lang.org/book/ch01.html", "The Tarn Book", None, _FILLER,
      Subjects({"widgetry"}, {fold_name("Working outside of application context")}), None),
