@@ -159,14 +159,47 @@ _STEM_CACHE_SIZE = 200_000
 _BRITISH_ISATION = re.compile(r"(?<=[a-z]{3})isation(s?)$")
 
 
+# The dimensional adjectives of English (Bierwisch's closed class, the measure words of
+# "how old/long/large", research/engine/question_terms.py) with their comparative and
+# superlative: Porter2 leaves "-er" and "-est" on, since most words ending so are no
+# comparatives ("user", "number", "server"), so "entries older than 30 days" never met "how
+# old". KStem (Krovetz, SIGIR 1993) strips them only for adjectives its lexicon lists; this
+# closed class is that lexicon. "further" and "later" are left out: they mean "more" and
+# "afterwards" far more often than a greater distance or time.
+_DEGREES = {
+    form: base
+    for base, *forms in map(
+        str.split,
+        (
+            "old older oldest",
+            "long longer longest",
+            "short shorter shortest",
+            "tall taller tallest",
+            "high higher highest",
+            "low lower lowest",
+            "wide wider widest",
+            "deep deeper deepest",
+            "far farther farthest",
+            "big bigger biggest",
+            "large larger largest",
+            "small smaller smallest",
+            "heavy heavier heaviest",
+            "fast faster fastest",
+            "slow slower slowest",
+        ),
+    )
+    for form in forms
+}
+
+
 @functools.lru_cache(maxsize=_STEM_CACHE_SIZE)
 def stem(word: str) -> str:
     """The Snowball English stem of a folded word: "running"/"runs"/"run" and "caused"/"cause"
-    meet, "news" stays "news", and "optimisation" meets "optimization". Numbers and words with
-    an apostrophe are kept as they are."""
+    meet, "news" stays "news"; "optimisation" meets "optimization" and "older" meets "old".
+    Numbers and words with an apostrophe are kept as they are."""
     if not word.isalpha():
         return word
-    word = _BRITISH_ISATION.sub(r"ization\1", word)
+    word = _DEGREES.get(word) or _BRITISH_ISATION.sub(r"ization\1", word)
     with _ENGLISH_LOCK:
         return _ENGLISH.stemWord(word)
 

@@ -114,3 +114,9 @@ def test_british_isation_meets_american_ization():
     assert content_terms("optimisation levels") == content_terms("optimization level")
     assert stem("organisations") == stem("organization")
     assert stem("precise") != stem("precize")  # the verb's "-ise" is left alone
+
+
+def test_a_dimensional_adjective_meets_its_comparative_and_superlative():
+    assert content_terms("entries older than 30 days") == content_terms("entries old, 30 days")
+    assert stem("largest") == stem("larger") == stem("large")
+    assert stem("user") != stem("use") and stem("number") == "number"  # no "-er" stripped
