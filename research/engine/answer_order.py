@@ -2,8 +2,9 @@
 
 The passages that answer a question directly lead its section (one to three, labelled
 "Answer"), supporting passages follow, and passages that contradict the answer come last; a
-question comparing two sides shows one block per side. Code is quoted only for questions
-about usage ("How do I…"). What a question is (a usage question, a comparison and its sides)
+question comparing two sides shows one block per side. Code is quoted for questions about
+usage ("How do I…"), and for any question a code sample holding a string the question quotes
+(the error message it asks about, printed in a session). What a question is (a usage question, a comparison and its sides)
 is read from its wording in general grammatical terms, never from a list of subjects.
 """
 
@@ -12,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from research.engine.contracts import ContradictionCandidate, Evidence
+from research.engine.question_terms import holds_phrase, question_kind, quoted_phrases
 from research.engine.text import content_terms
 
 ANSWER_LABEL = "Answer"
@@ -61,8 +63,27 @@ _ALL_TERMS_UP_TO = 2
 
 
 def is_usage_question(question: str) -> bool:
-    """Whether ``question`` asks how to do something: the only kind a code sample answers."""
-    return bool(_USAGE.search(question))
+    """Whether ``question`` asks how to do something: the kind a code sample answers. A
+    question the selector reads as asking for a procedure (``question_kind``, for which it
+    extracts code blocks) is one, so the code it extracts is quoted."""
+    return bool(_USAGE.search(question)) or question_kind(question).kind == "procedure"
+
+
+def quotes_code(question: str, code: str) -> bool:
+    """Whether the code sample ``code`` may be quoted for ``question``: a usage question, or
+    one quoting a string the sample holds, its terms in order ("Why does it print \"Possible
+    memory leak detected\"?" is answered by the session that prints it and what follows)."""
+    return is_usage_question(question) or holds_quoted(question, code)
+
+
+def holds_quoted(question: str, text: str) -> bool:
+    """Whether ``text`` holds a string ``question`` quotes (two content terms or more, in
+    order): the message the asker saw or the wording they typed, word for word."""
+    phrases = quoted_phrases(question)
+    if not phrases:
+        return False
+    terms = content_terms(text)
+    return any(holds_phrase(terms, phrase) for phrase in phrases)
 
 
 def _side(text: str) -> str:
@@ -92,6 +113,53 @@ def names_side(said: str, side: str, other: str) -> bool:
     found = own & set(content_terms(said, parts=False))
     needed = len(own) if len(own) <= _ALL_TERMS_UP_TO else len(own) // 2 + 1
     return bool(own) and len(found) >= needed
+
+
+# Six words in common open a sentence frame, not a common phrase: the entries of a manual's
+# option list or settings table ("Create a shallow clone with a history after …", "… with a
+# history truncated to …") share that many, while phrases any page repeats ("The default is",
+# "See also the", "New in version 2") are shorter.
+_FRAME_WORDS = 6
+_WORD = re.compile(r"\w+")
+
+
+def _frame(text: str) -> tuple[str, ...]:
+    """The first :data:`_FRAME_WORDS` words of ``text``, case folded."""
+    return tuple(_WORD.findall(text.casefold())[:_FRAME_WORDS])
+
+
+def with_siblings(
+    shown: list[list[Evidence]], candidates: Sequence[list[Evidence]]
+) -> list[list[Evidence]]:
+    """``shown`` (groups of near-identical quotations), each followed by its siblings among
+    ``candidates`` not shown: the passages of the same page opening with the same
+    :data:`_FRAME_WORDS` words, and for a code sample the other code samples under the same
+    heading of its page. A page listing alternatives in one frame (the options that make a
+    shallow clone, the expiry settings of two kinds of entries) states one of them as
+    incomplete as it is alone, and the code samples of one section are the parts of its one
+    example (the files of a project, a command and what it prints); its siblings are the
+    rest of the answer."""
+    taken = {group[0].id for group in shown}
+    placed: list[list[Evidence]] = []
+    for group in shown:
+        placed.append(group)
+        for other in candidates:
+            lead = other[0]
+            if lead.id not in taken and _siblings(group[0], lead):
+                placed.append(other)
+                taken.add(lead.id)
+    return placed
+
+
+def _siblings(first: Evidence, second: Evidence) -> bool:
+    """Whether two quotations of one page are siblings: both open with the same
+    :data:`_FRAME_WORDS` words, or both are code samples under the same heading."""
+    if first.source_id != second.source_id:
+        return False
+    if first.locator.code and second.locator.code:
+        return bool(first.locator.heading) and first.locator.heading == second.locator.heading
+    frame = _frame(first.excerpt)
+    return len(frame) == _FRAME_WORDS and _frame(second.excerpt) == frame
 
 
 @dataclass(frozen=True)

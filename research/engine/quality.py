@@ -178,11 +178,61 @@ def subject_names(texts: Iterable[str]) -> frozenset[str]:
     return frozenset(name for name in names if len(name) > 1 and not name.isdigit())
 
 
-def plan_subjects(plan: ResearchPlan) -> frozenset[str]:
-    """Names of the plan's subject: from its objective, topics and questions."""
-    return subject_names(
-        [plan.objective, *plan.scope.included_topics, *(q.text for q in plan.questions)]
+# A command line in a question: the program, its subcommand, then an option ("tool push
+# --force", "pkg install --user"), in lower case as people type them. Two words before an
+# option are a program and its subcommand only on a command line, so the first names the
+# program; one word is not enough ("than plain --force"), since the subcommand is what shows
+# the words to be a command. A command with arguments before its option ("tool push origin
+# --force") is missed: its subcommand and argument are taken for the pair, which names nothing.
+_COMMAND_LINE = re.compile(
+    r"(?<![\w.-])([a-z][a-z0-9_]*(?:-[a-z0-9_]+)*)\s+([a-z][a-z0-9_-]*)\s+--?[A-Za-z]"
+)
+# A passage a question quotes ("fails with \"Working outside of context\""): an error message
+# or a line of output is the name a question gives an error. Three words are the shortest
+# quotation that is a message rather than a term ("the" or "Foo bar" quoted for emphasis).
+_QUOTATION = re.compile(r"[\"\u201c]([^\"\u201c\u201d]+)[\"\u201d]")
+_QUOTATION_MIN_WORDS = 3
+
+
+def command_names(texts: Iterable[str]) -> frozenset[str]:
+    """The programs a text runs on a command line (``_COMMAND_LINE``), folded: ``tool`` of
+    "Is tool push --force safe?"; a function word is no program ("is plain --force")."""
+    return frozenset(
+        _fold(match.group(1))
+        for text in texts
+        for match in _COMMAND_LINE.finditer(text)
+        if not {match.group(1), match.group(2)} & STOP_WORDS and len(match.group(1)) > 1
     )
+
+
+def quotations(texts: Iterable[str]) -> frozenset[str]:
+    """The passages of at least ``_QUOTATION_MIN_WORDS`` words the texts quote, folded."""
+    return frozenset(
+        _fold(match.group(1))
+        for text in texts
+        for match in _QUOTATION.finditer(text)
+        if len(match.group(1).split()) >= _QUOTATION_MIN_WORDS
+    )
+
+
+class Subjects(frozenset[str]):
+    """A plan's subject names (a frozenset of folded names) and, as ``quotations``, the
+    folded passages its wording quotes."""
+
+    quotations: frozenset[str]
+
+    def __new__(cls, names: Iterable[str], quoted: Iterable[str] = ()) -> "Subjects":
+        subjects = super().__new__(cls, names)
+        subjects.quotations = frozenset(quoted)
+        return subjects
+
+
+def plan_subjects(plan: ResearchPlan) -> Subjects:
+    """Names of the plan's subject, from its objective, topics and questions: the names they
+    mention (:func:`subject_names`) and the programs they run on a command line
+    (:func:`command_names`); with the passages they quote (:func:`quotations`)."""
+    texts = [plan.objective, *plan.scope.included_topics, *(q.text for q in plan.questions)]
+    return Subjects(subject_names(texts) | command_names(texts), quotations(texts))
 
 
 def _site_names(document: SourceDocument) -> list[list[str]]:
@@ -269,18 +319,81 @@ def _spells(label: str, words: list[str]) -> bool:
     return compact in runs or (len(words) > 1 and compact == "".join(w[0] for w in words))
 
 
-def first_party_subject(document: SourceDocument, subjects: Collection[str]) -> str | None:
-    """The subject whose own site ``document`` appears to be, or None.
+# How much of a page's text is its opening, where documentation says what a page is about:
+# about the first two short paragraphs (80 words). A name further down is mentioned by the
+# page, not documented by it.
+LEAD_CHARS = 500
 
-    A subject counts when (1) the registrable domain's label spells it as its own: the
-    subject's name first, then only own-site words (``zircon.org``, ``zircon-scm.com``,
-    ``doc.tarn-lang.org``, ``nodejs.org``); or (2) a subdomain label does so and the site's
-    own name presents the site as the subject's (``quill.palletworks.com`` calling itself
-    "Quill Documentation"); or (3) the site's own name presents it as the subject's (own-site
-    words or a public body's name after the subject) and that name spells one of the address
-    labels; or (4) on a code forge, the repository's owner or name is the subject. The final
-    and the canonical address must agree on the site.
-    """
+
+def _address_project(label: str) -> str | None:
+    """The name an address label gives as a project's own: a name, then own-site words only,
+    at least one (``tarn-lang`` → ``tarn``, ``zircon-scm`` → ``zircon``, ``briskjs`` →
+    ``brisk``); the shortest such name."""
+    compact = _fold(label)
+    for end in range(2, len(compact)):
+        rest = compact[end:]
+        if not rest.isdigit() and _own_words(rest):
+            return compact[:end]
+    return None
+
+
+def _declared_project(words: list[str], labels: list[str]) -> str | None:
+    """The name a site name gives the site as a project's own documentation: name words, then
+    own-site words and version marks only, at least one own-site word ("Quill Documentation
+    (2.2.x)", "Megastore 1.4 Documentation"), where the name spells an address label."""
+    if words[:1] == ["the"]:
+        words = words[1:]
+    for end in range(1, len(words)):
+        rest = words[end:]
+        own = [word for word in rest if word in _OWN_SITE_WORDS]
+        if own and all(word in _OWN_SITE_WORDS or _VERSION_WORD.match(word) for word in rest):
+            name = words[:end]
+            return "".join(name) if any(_spells(label, name) for label in labels) else None
+    return None
+
+
+def _opening_names(document: SourceDocument) -> frozenset[str]:
+    """The words of a page's title and opening (``LEAD_CHARS``), folded as names are, with the
+    first part of each dotted one (as :func:`subject_names` gives it)."""
+    opening = f"{document.title or ''}\n{document.text[:LEAD_CHARS]}"
+    names: set[str] = set()
+    for match in _WORD.finditer(opening):
+        names.add(_fold(match.group(0)))
+        names.add(_fold(match.group(0).split(".")[0]))
+    return frozenset(names)
+
+
+def _documented_subject(
+    document: SourceDocument, subjects: Collection[str], labels: list[str]
+) -> tuple[str, str] | None:
+    """(5) of :func:`first_party_subject`: the site presents itself as a project's own
+    documentation and the page documents a subject of the question, or quotes a passage the
+    question quotes. Gives the subject (the project, for a quotation) and the note's reason."""
+    projects = [found for found in map(_address_project, labels) if found]
+    projects += [
+        found for words in _site_names(document) if (found := _declared_project(words, labels))
+    ]
+    if not projects:
+        return None
+    project = projects[0]
+    opening = _opening_names(document)
+    for subject in sorted(subjects, key=lambda name: (-len(name), name)):
+        if subject in opening:
+            return subject, (
+                f"the site presents itself as {project!r}'s own documentation and the page "
+                f"documents {subject!r}, a subject of the question."
+            )
+    quoted = getattr(subjects, "quotations", frozenset())
+    if quoted and any(passage in fold_name(document.text) for passage in quoted):
+        return project, (
+            f"the site presents itself as {project!r}'s own documentation and the page quotes "
+            "the passage the question quotes."
+        )
+    return None
+
+
+def _first_party(document: SourceDocument, subjects: Collection[str]) -> tuple[str, str] | None:
+    """:func:`first_party_subject`'s subject and the reason its note gives."""
     if not subjects:
         return None
     try:
@@ -290,27 +403,50 @@ def first_party_subject(document: SourceDocument, subjects: Collection[str]) -> 
         return None
     if registrable_domain(canonical_host) != registrable_domain(host):
         return None  # a page claiming another site's identity is a copy, not first-party
+    own = "the site's own address or name matches {!r}, a subject of the question."
     site = registrable_domain(host)
     if site in _FORGE_DOMAINS:
         path = document.final_url.split("//", 1)[-1].split("/")[1:3]
         for part in path:
             if _fold(part) in subjects:
-                return _fold(part)
+                return _fold(part), own.format(_fold(part))
         return None
     brand = site.split(".")[0]
     subject = _address_subject(brand, subjects)
     if subject:
-        return subject
+        return subject, own.format(subject)
     sub_labels = [label for label in host[: -len(site)].split(".") if label and label != "www"]
     named = [(words, _name_subject(words, subjects)) for words in _site_names(document)]
     for label in sub_labels:
         subject = _address_subject(label, subjects)
         if subject and any(found == subject for _, found in named):
-            return subject
+            return subject, own.format(subject)
     for words, found in named:
         if found and any(_spells(label, words) for label in [brand, *sub_labels]):
-            return found
-    return None
+            return found, own.format(found)
+    return _documented_subject(document, subjects, [brand, *sub_labels])
+
+
+def first_party_subject(document: SourceDocument, subjects: Collection[str]) -> str | None:
+    """The subject whose own site ``document`` appears to be, or None.
+
+    A subject counts when (1) the registrable domain's label spells it as its own: the
+    subject's name first, then only own-site words (``zircon.org``, ``zircon-scm.com``,
+    ``doc.tarn-lang.org``, ``nodejs.org``); or (2) a subdomain label does so and the site's
+    own name presents the site as the subject's (``quill.palletworks.com`` calling itself
+    "Quill Documentation"); or (3) the site's own name presents it as the subject's (own-site
+    words or a public body's name after the subject) and that name spells one of the address
+    labels; or (4) on a code forge, the repository's owner or name is the subject; or (5) the
+    site presents itself as some project's own documentation — an address label or the site
+    name that spells one is a name followed by own-site words (``tarn-lang.org``, "Quill
+    Documentation") — and the page's title or opening (``LEAD_CHARS``) names the subject, or
+    the page quotes a passage the question quotes (``Subjects.quotations``; the subject is
+    then the project): a project's documentation documents its own tools, options and error
+    messages, which a question may name without naming the project. The final and the
+    canonical address must agree on the site.
+    """
+    found = _first_party(document, subjects)
+    return found[0] if found else None
 
 
 def with_first_party(
@@ -320,13 +456,10 @@ def with_first_party(
     own site (:func:`first_party_subject`); the note says it is a heuristic and why."""
     if quality.source_class != "unknown":
         return quality
-    subject = first_party_subject(document, subjects)
-    if subject is None:
+    found = _first_party(document, subjects)
+    if found is None:
         return quality
-    note = (
-        f"{FIRST_PARTY_NOTE_PREFIX} the site's own address or name matches {subject!r}, "
-        "a subject of the question."
-    )
+    note = f"{FIRST_PARTY_NOTE_PREFIX} {found[1]}"
     return quality.model_copy(
         update={
             "source_class": "primary",

@@ -20,7 +20,9 @@ from research.engine.answer_order import (
     answer_first,
     by_side,
     comparison_sides,
-    is_usage_question,
+    holds_quoted,
+    quotes_code,
+    with_siblings,
 )
 from research.engine.contracts import (
     BASIS_POINTS,
@@ -185,12 +187,13 @@ def _homes(
     affinity: dict[tuple[str, str], float],
     order: dict[str, int],
     limit: int,
-    usage: frozenset[str] = frozenset(),
+    quotable: Callable[[str, Evidence], bool] = lambda qid, item: not item.locator.code,
 ) -> dict[str, str]:
     """The question each quotation is shown under: the one it speaks to most specifically,
     unless that section is full and another question it answers has room. Strongest
-    quotations choose first, so a full section never pushes out its best ones. A code sample
-    is shown only under a usage question (ids ``usage``)."""
+    quotations choose first, so a full section never pushes out its best ones. A quotation is
+    shown only under a question it is ``quotable`` for (question id, item): a code sample
+    under one it answers as code (:func:`research.engine.answer_order.quotes_code`)."""
     homes: dict[str, str] = {}
     load: dict[str, int] = defaultdict(int)
 
@@ -201,11 +204,7 @@ def _homes(
         evidence, key=lambda e: (-e.relevance_bp, -best_affinity(e), content_order(e))
     ):
         candidates = sorted(
-            (
-                qid
-                for qid in item.question_ids
-                if qid in order and (qid in usage or not item.locator.code)
-            ),
+            (qid for qid in item.question_ids if qid in order and quotable(qid, item)),
             key=lambda qid: (-affinity.get((qid, item.id), 0.0), order[qid]),
         )
         if not candidates:
@@ -235,9 +234,14 @@ def _answers_directly(
     question asks for and names the subject the question names (the checks that otherwise
     make a stated gap, :func:`research.engine.gaps.unanswered`; ``named`` as there). A
     quotation that only asks questions (a forum post's question, a FAQ's heading) answers
-    nothing, however well it matches."""
+    nothing, however well it matches; one holding a string the question quotes (the error
+    message asked about, and what the page says of it) answers, however loosely it matches."""
     lead = group[0]
-    if relevance < SUPPORTS_RELEVANCE or asks(lead.excerpt):
+    if asks(lead.excerpt):
+        return False
+    if holds_quoted(question, lead.excerpt):
+        return True
+    if relevance < SUPPORTS_RELEVANCE:
         return False
     return not unanswered(question, [lead], sources, named)
 
@@ -289,8 +293,12 @@ def _choose(
     # selector's page-local scale, or on the pool's (BM25 against the pool's best, a relative
     # scale on which some passage always leads) while also carrying the kind of value the
     # question asks for: the pool's scale alone would let a passage repeating the question's
-    # words ("how much the grant pays") pass for an answer.
+    # words ("how much the grant pays") pass for an answer. A quotation holding a string the
+    # question quotes answers too: it is where the message the asker saw comes from, whether
+    # or not it repeats the name of what printed it.
     def answers(group: list[Evidence]) -> bool:
+        if holds_quoted(question.text, group[0].excerpt):
+            return True
         if not pool.names_subject(group[0]):
             return False
         if _best_relevance(group) >= _RELEVANT_BP:
@@ -312,11 +320,21 @@ def _choose(
     groups.sort(
         key=lambda group: bool(unanswered(question.text, group[:1], sources, pool.names_subject))
     )
-    overflow = frozenset(
-        group[0].id for group in groups[limit:] if home.get(group[0].id) == question.id
-    )
+    # A quotation holding a string the question quotes (the error message asked about) is
+    # where that string comes from: it keeps its place and leads, whatever the pool's order.
+    quoting = {id(group) for group in groups if holds_quoted(question.text, group[0].excerpt)}
+    groups.sort(key=lambda group: id(group) not in quoting)
+    beyond = groups[limit:]
     groups = groups[:limit]
-    groups.sort(key=lambda group: ranked.index(group[0]))
+    groups.sort(key=lambda group: (id(group) not in quoting, ranked.index(group[0])))
+    # Each quotation brings its siblings, the alternatives its page lists in the same words.
+    groups = with_siblings(groups, own)
+    shown = {group[0].id for group in groups}
+    overflow = frozenset(
+        group[0].id
+        for group in beyond
+        if home.get(group[0].id) == question.id and group[0].id not in shown
+    )
     return _Chosen(pool=pool, groups=groups, overflow=overflow)
 
 
@@ -464,15 +482,18 @@ def write_extractive_report(request: SynthesisRequest, *, note: str | None = Non
     affinity = _affinities(request)
     order = {question.id: place for place, question in enumerate(plan.questions)}
     limit = MAX_FINDINGS_SOLE_QUESTION if len(plan.questions) == 1 else MAX_FINDINGS_PER_QUESTION
-    usage = frozenset(q.id for q in plan.questions if is_usage_question(q.text))
-    home = _homes(request.evidence, affinity, order, limit, usage)
-    # A code sample answers a question about usage only; for any other question it stays in
-    # the evidence list but is quoted as no finding.
+    texts = {question.id: question.text for question in plan.questions}
+
+    # A code sample answers a question about usage, or one quoting a string it holds (the
+    # error message asked about); for any other question it stays in the evidence list but is
+    # quoted as no finding.
+    def quotable(question_id: str, item: Evidence) -> bool:
+        return not item.locator.code or quotes_code(texts[question_id], item.excerpt)
+
+    home = _homes(request.evidence, affinity, order, limit, quotable)
     shown = {
         question.id: [
-            item
-            for item in by_question.get(question.id, [])
-            if question.id in usage or not item.locator.code
+            item for item in by_question.get(question.id, []) if quotable(question.id, item)
         ]
         for question in plan.questions
     }
@@ -484,7 +505,8 @@ def write_extractive_report(request: SynthesisRequest, *, note: str | None = Non
             description = f"No verified evidence was found for: {question.text}"
         elif not shown[question.id]:
             description = (
-                f"The evidence found is code, quoted only for usage questions: {question.text}"
+                "The evidence found is code, quoted only for usage questions or when it holds "
+                f"a string the question quotes: {question.text}"
             )
         else:
             chosen = _choose(question, shown[question.id], sources, affinity, home, limit, spill)

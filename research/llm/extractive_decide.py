@@ -152,14 +152,18 @@ class _CandidateRanker:
 
     def fused(self, values: dict[str, float]) -> dict[str, float]:
         """Reciprocal-rank fusion of the term scores ``values`` (source id → score, ranked
-        best first) with every search's rank of each source: a page the searches rank high
-        and whose title matches beats one that does only one of the two. A brief that does not
+        best first) with the best rank any search gave each source: a page the searches rank
+        high and whose title matches beats one that does only one of the two. The best rank,
+        not the sum over searches: the searches are made for different questions, so a page
+        two of them return (a general page a second question's search also found) is not for
+        that more relevant to the question reading it; a sum let such a page, fifth and
+        second, outrank the first result of the question's own search. A brief that does not
         say how the searches ranked a result lists it in discovery order, which is each
         search's order for the results it found first, so that place stands in."""
         order = sorted(values, key=lambda source_id: (-values[source_id], self.rank[source_id]))
         return {
             source_id: reciprocal_rank([place])
-            + reciprocal_rank(self.search_ranks[source_id] or [self.rank[source_id] + 1])
+            + reciprocal_rank([min(self.search_ranks[source_id] or [self.rank[source_id] + 1])])
             for place, source_id in enumerate(order, start=1)
         }
 

@@ -7,6 +7,7 @@ and a BM25 index over the passages with their headings. Paragraphs planted to st
 (:mod:`research.engine.planted`) are never passages.
 """
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,6 +47,21 @@ WINDOW_SENTENCES = 3
 WINDOW_MAX_CHARS = 400
 SHORT_BLOCK_CHARS = 400
 WINDOW_COST = 0.05
+
+# A demonstrative with its noun ("This command uses a binary search…", "This version of the
+# text assumes…") names the kind of thing it points at and, opening a paragraph, points at
+# the subject of the page or section, which the locator's heading gives: it reads alone. A
+# bare demonstrative or a pronoun ("This means…", "It defaults to…", "They are…") does not.
+# The demonstrative is bare when the next word is an auxiliary or modal verb (a closed class
+# of the grammar), a punctuation mark, or, after a singular "this"/"that", a third-person
+# verb in -s ("This allows…"; "-ss", "-us" and "-is" end nouns: "This process", "this
+# status", "this analysis").
+_DEMONSTRATIVE = re.compile(r"^(this|that|these|those)\s+([A-Za-z][\w-]*)\b", re.IGNORECASE)
+_AUXILIARY = re.compile(
+    r"^(?:is|are|was|were|be|been|being|has|have|had|do|does|did|can|could|will|would|shall|"
+    r"should|may|might|must)$",
+    re.IGNORECASE,
+)
 
 
 def _usable(segment: Segment, text: str) -> bool:
@@ -167,11 +183,14 @@ class PassagePage:
         return self.members.get(index, (index,))[0]
 
     def dangling(self, index: int) -> bool:
-        """Whether the unit opens by pointing back to a sentence it cannot be quoted with."""
+        """Whether the unit opens by pointing back to a sentence it cannot be quoted with: a
+        demonstrative with its noun opening a paragraph does not (``_DEMONSTRATIVE``)."""
         first = self.first(index)
-        return points_back(self.segments[first], self.text) and not joins_previous(
-            self.segments, first, self.text
-        )
+        segment = self.segments[first]
+        if not points_back(segment, self.text) or joins_previous(self.segments, first, self.text):
+            return False
+        opens_paragraph = first == 0 or self.segments[first - 1].paragraph != segment.paragraph
+        return not (opens_paragraph and _names_its_noun(self.passage(first)))
 
     def length_cost(self, index: int) -> float:
         """WINDOW_COST per sentence a window adds; once for a whole block, the unit its author
@@ -190,3 +209,16 @@ class PassagePage:
             joined = self.segments[first - 1].start
             start = joined if end - joined <= EXCERPT_MAX_CHARS else start
         return start, end
+
+
+def _names_its_noun(sentence: str) -> bool:
+    """Whether ``sentence`` opens with a demonstrative followed by its noun ("This command
+    …"), not a bare demonstrative ("This is …", "This allows …")."""
+    match = _DEMONSTRATIVE.match(sentence)
+    if match is None:
+        return False
+    word = match.group(2)
+    if _AUXILIARY.match(word):
+        return False
+    singular = match.group(1).lower() in ("this", "that")
+    return not (singular and word.endswith("s") and not word.endswith(("ss", "us", "is")))

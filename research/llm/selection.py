@@ -16,6 +16,8 @@ combination, its constants in the block below (docs/llm.md, "Passage ranking"):
 * **answer shape**: the passage has the form of the answer the question's kind wants
   (:func:`research.engine.question_terms.question_kind`): a number, a date or version, a
   definition's copula, an instruction, a contrast, a stated default, a cause.
+* **definiendum**: for a question asking what something is, the passage opens with a
+  definition of it (a short subject holding the question's focus, then the copula).
 
 A passage mentioning none of what the question asks about beyond its names loses half its
 score; captions, sentences about the document itself and sentences pointing back to text they
@@ -81,6 +83,17 @@ W_SHAPE = 0.15
 # answer. A code block holding the quoted string (a printed error, a command's output) is a
 # candidate for any question: it is the text asked about, not a usage sample.
 W_PHRASE = 0.1
+# For a question asking what something is, the passage whose subject, before its copula, is
+# what the question asks about ("Eager loading refers to …") is its definition: the
+# "<term> is a / refers to" surface pattern of definitional question answering (Hildebrandt,
+# Katz & Lin, HLT-NAACL 2004; Cui, Kan & Chua, SIGIR 2005). A copula anywhere ("The typical
+# way this is useful is when …") only has the definition's shape. Worth as much as the shape
+# itself: it is the definition's own shape, and it must lift the passage defining the thing
+# asked about over the passages that hold a copula and more of the question's words.
+W_DEFINIENDUM = 0.15
+# A definiendum is a noun phrase: at most this many content words stand before the copula
+# ("Joined eager loading", "The test client"), so a long clause ending in "is" is none.
+DEFINIENDUM_TERMS = 4
 # The share a title term counts for in every passage: most of a full match, because every
 # sentence of a page about a named thing is about it (passage retrieval interpolates a
 # passage's score with its document's, Callan, SIGIR 1994); less than a full one, so the
@@ -258,6 +271,8 @@ def _score_question(
         scores[index] = max((scores[i] for i in unit if i in scores), default=0.0)
     phrases = quoted_phrases(question.text)
     procedure = kind.kind == "procedure"
+    # The sentences that open a unit of several sentences.
+    opens_unit = {members[0] for members in page.members.values()}
     for index in [*page.usable, *page.members]:
         segment = page.segments[index]
         passage = page.passage(index)
@@ -275,11 +290,21 @@ def _score_question(
             value += W_SHAPE
         if quotes:
             value += W_PHRASE
+        defines = (
+            kind.kind == "definition" and shape is not None and _defines(shape, passage, focus)
+        )
+        if defines and index not in opens_unit:
+            # A definition is quoted with the sentences after it in its block (below): the
+            # sentence alone, when it opens a window, is no definition's whole.
+            value += W_DEFINIENDUM
         value -= _penalty(passage) if segment.kind != "code" else 0.0
         if page.dangling(index):
             # "The same goes for the cost." means little without what came before.
             value -= DANGLING_PENALTY
-        value -= page.length_cost(index)
+        if not (defines and index in page.members):
+            # The sentences after a definition say what the defined thing does ("When the
+            # collection is first accessed, a SELECT is emitted"): they cost nothing.
+            value -= page.length_cost(index)
         value = min(1.0, value / (1 - W_BM25))
         if value >= MIN_RELEVANCE:
             relevance[index] = value
@@ -288,6 +313,16 @@ def _score_question(
     best = max(relevance.values(), default=0.0)
     kept = {i: v for i, v in relevance.items() if v >= RELATIVE_FLOOR * best}
     return kept, {i: (1 - W_BM25) * v + lift.get(i, 0.0) for i, v in kept.items()}
+
+
+def _defines(shape: re.Pattern[str], passage: str, focus: set[str]) -> bool:
+    """Whether ``passage`` opens with a definition of what the question asks about: a short
+    subject holding a term of its focus, then the copula."""
+    copula = shape.search(passage)
+    if copula is None:
+        return False
+    subject = content_terms(passage[: copula.start()])
+    return 0 < len(subject) <= DEFINIENDUM_TERMS and bool(focus & set(subject))
 
 
 def _shaped(shape: re.Pattern[str], kind: QuestionKind, page: PassagePage, index: int) -> bool:

@@ -13,6 +13,8 @@ from research.engine.answer_order import (
     comparison_sides,
     is_usage_question,
     names_side,
+    quotes_code,
+    with_siblings,
 )
 from research.engine.contracts import ContradictionCandidate, ContradictionPosition
 from tests.llm.factories import make_evidence
@@ -26,6 +28,7 @@ from tests.llm.factories import make_evidence
         "Explain how to undo the last commit",
         "What command shows the reflog?",
         "Which syntax declares an async view?",
+        "How must we configure the pool?",
     ],
 )
 def test_questions_about_doing_something_are_usage_questions(question):
@@ -43,6 +46,15 @@ def test_questions_about_doing_something_are_usage_questions(question):
 )
 def test_other_questions_are_not(question):
     assert not is_usage_question(question)
+
+
+def test_code_is_quoted_for_usage_or_when_it_holds_the_quoted_string():
+    session = "> run()\nRuntimeError: Working outside of the zorbo context."
+    assert quotes_code("How do I start a zorbo context?", "ctx = zorbo.start()")
+    assert quotes_code('Why do I get "Working outside of the zorbo context"?', session)
+    # The quoted terms out of order, or a question quoting nothing, do not make code an answer.
+    assert not quotes_code('Why do I get "zorbo context outside working"?', session)
+    assert not quotes_code("Why does the zorbo context fail?", session)
 
 
 @pytest.mark.parametrize(
@@ -153,3 +165,41 @@ def test_a_comparison_shows_one_block_per_side():
         ("gas boilers", "e1"),
         (SUPPORTING_LABEL, "e4"),
     ]
+
+
+def test_a_quotation_brings_the_alternatives_its_page_lists_in_the_same_words():
+    shown = make_evidence("e1", "Create a shallow zorbo copy with a history after a date.", "q1")
+    sibling = make_evidence(
+        "e2", "Create a shallow zorbo copy with a history of the last n commits.", "q1"
+    )
+    elsewhere = make_evidence(
+        "e3", "Create a shallow zorbo copy with a history of one branch.", "q1", source_id="s2"
+    )
+    short = make_evidence("e4", "The default is 31 days.", "q1")
+    common = make_evidence("e5", "The default is 90 days.", "q1")
+    unrelated = make_evidence("e6", "Zorbo copies keep their history.", "q1")
+
+    placed = with_siblings(
+        [[shown], [short], [unrelated]], [[shown], [sibling], [elsewhere], [short], [common]]
+    )
+
+    # The sibling follows its lead; another page's entry, and a phrase of three words shared
+    # by two short lines, bring nothing.
+    assert [group[0].id for group in placed] == ["e1", "e2", "e4", "e6"]
+
+
+def _code(item, heading: str):
+    return item.model_copy(
+        update={"locator": item.locator.model_copy(update={"code": True, "heading": heading})}
+    )
+
+
+def test_a_code_sample_brings_the_other_code_samples_under_its_heading():
+    shown = _code(make_evidence("e1", "import './old.cjs'; // loaded as CommonJS", "q1"), "Files")
+    part = _code(make_evidence("e2", '// app.js, an ES module: "type": "module"', "q1"), "Files")
+    other_heading = _code(make_evidence("e3", "import x from 'y';", "q1"), "Loaders")
+    prose = make_evidence("e4", "Files ending in .cjs are loaded as CommonJS.", "q1", heading="Files")
+
+    placed = with_siblings([[shown]], [[shown], [part], [other_heading], [prose]])
+
+    assert [group[0].id for group in placed] == ["e1", "e2"]

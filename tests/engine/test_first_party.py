@@ -2,16 +2,21 @@
 
 import pytest
 
-from research.engine.contracts import SourceQuality
+from research.engine.contracts import PlanQuestion, SourceQuality
 from research.engine.quality import (
     FIRST_PARTY_NOTE_PREFIX,
+    Subjects,
     classify_source,
+    command_names,
     first_party_subject,
+    fold_name,
     is_first_party,
+    plan_subjects,
+    quotations,
     subject_names,
     with_first_party,
 )
-from tests.engine.factories import make_document
+from tests.engine.factories import make_document, make_plan
 
 
 def _doc(url: str, title: str = "A page", publisher: str | None = None, canonical: str = ""):
@@ -201,3 +206,102 @@ SITES = [
 def test_first_party_rule_over_many_sites(question, url, title, publisher, expected):
     subjects = subject_names([question])
     assert first_party_subject(_doc(url, title, publisher), subjects) == expected
+
+
+# --------------------------------------------------------------------------------------------
+# Subjects a question names without naming them as names: programs on a command line and
+# quoted messages, and the project documentation that documents them
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Is zircon push --force-with-lease safer than plain --force?", {"zircon"}),
+        ("How do I run brisk build --release?", {"brisk"}),
+        ("Why does tarnpkg install --user fail?", {"tarnpkg"}),
+        # one word before an option is no command line; nor is a function word a program
+        ("How safe is plain --force?", set()),
+        ("Is it --force or --lease?", set()),
+        ("What does ls -la show?", set()),
+    ],
+)
+def test_command_names_are_the_programs_a_question_runs(text, expected):
+    assert command_names([text]) == expected
+
+
+def test_plan_subjects_carry_command_names_and_quotations():
+    plan = make_plan(
+        objective='Is zircon push --force-with-lease safe? It says "Updates were rejected '
+        'because the tip is behind".',
+        questions=[PlanQuestion(id="q1", text="How safe is plain --force?", priority="required")],
+    )
+    subjects = plan_subjects(plan)
+    assert "zircon" in subjects
+    assert subjects.quotations == {fold_name("Updates were rejected because the tip is behind")}
+    # two words quoted for emphasis are no message
+    assert quotations(['Is "plain force" safe?']) == frozenset()
+
+
+_LEAD = "Widgetry has two main profiles: the dev profile and the release profile. "
+_FILLER = "Profiles are configured independently of each other. " * 12
+
+
+# One row per page: its address, title, declared site name and text, the subjects, and the
+# subject the heuristic should take the page for (None: not first-party).
+DOCUMENTED = [
+    # the address says whose documentation the site is; the page's opening names the subject
+    ("https://doc.tarn-lang.org/book/ch14-01.html", "The Tarn Book", None, _LEAD + _FILLER,
+     {"widgetry"}, "widgetry"),
+    ("https://zircon-scm.com/docs/zircon-gc.html", "zircon-gc(1)", None,
+     "Widgetry runs housekeeping tasks. " + _FILLER, {"widgetry"}, "widgetry"),
+    # the declared site name does (it spells the address)
+    ("https://docs.megastore.io/en/14/core/pooling.html", "Pooling — Megastore 1.4 Documentation",
+     None, "QueuePool keeps a fixed number of connections. " + _FILLER, {"queuepool"},
+     "queuepool"),
+    ("https://quill.palletworks.com/en/2.2.x/cli.html", "Command Line Interface",
+     "Quill Documentation (2.2.x)", "The init_db command creates the tables. " + _FILLER,
+     {"initdb"}, "initdb"),
+    # the page quotes the message the question quotes, past its opening: the project's
+    ("https://quill.palletworks.com/en/2.2.x/appcontext.html", "The Application Context",
+     "Quill Documentation (2.2.x)",
+     _FILLER + "It raises RuntimeError: Working outside of application context. " + _FILLER,
+     Subjects({"runtimeerror"}, {fold_name("RuntimeError: Working outside of application context")}),
+     "quill"),
+    # a subject named only past the opening is mentioned, not documented
+    ("https://doc.tarn-lang.org/book/ch14-01.html", "The Tarn Book", None, _FILLER + _LEAD,
+     {"widgetry"}, None),
+    # sites that are not a project's own documentation, whatever their pages say
+    ("https://example.com/widgetry-tips", "Widgetry tips - Example Blog", "Example Blog",
+     _LEAD + _FILLER, {"widgetry"}, None),
+    ("https://zirconnotes-community.test/q/1", "Profiles - ZirconNotes Community Q&A", None,
+     _LEAD + _FILLER, {"widgetry"}, None),
+    ("https://kotlinblog.test/profiles", "Profiles | Kotlin Blog Daily", "Kotlin Blog Daily",
+     _LEAD + _FILLER, {"widgetry"}, None),
+    ("https://devtalk-forum.test/t/1", "Context errors - DevTalk Forum", None,
+     "RuntimeError: Working outside of application context. " + _FILLER,
+     Subjects({"runtimeerror"}, {fold_name("RuntimeError: Working outside of application context")}),
+     None),
+    ("https://developer.hashicorp.com/terraform/cli", "Terraform | HashiCorp Developer", None,
+     "Widgetry plans changes. " + _FILLER, {"widgetry"}, None),
+    # a project's documentation that neither names a subject nor quotes the question
+    ("https://doc.tarn-lang.org/book/ch01.html", "The Tarn Book", None, _FILLER,
+     Subjects({"widgetry"}, {fold_name("Working outside of application context")}), None),
+]
+
+
+@pytest.mark.parametrize(("url", "title", "publisher", "text", "subjects", "expected"), DOCUMENTED)
+def test_project_documentation_is_first_party_for_what_it_documents(
+    url, title, publisher, text, subjects, expected
+):
+    document = make_document(text, url=url, title=title, publisher=publisher)
+    assert first_party_subject(document, subjects) == expected
+
+
+def test_the_note_says_whose_documentation_the_page_is():
+    document = make_document(
+        _LEAD + _FILLER, url="https://doc.tarn-lang.org/book/ch14.html", title="The Tarn Book"
+    )
+    quality = with_first_party(document, classify_source(document), {"widgetry"})
+    assert quality.source_class == "primary"
+    assert "'tarn'" in quality.notes[0] and "'widgetry'" in quality.notes[0]

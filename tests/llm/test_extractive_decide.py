@@ -243,6 +243,19 @@ def test_rank_fusion_reads_what_the_searches_rank_high_before_a_title_match():
     assert [a.source_id for a in reads][:2] == ["s2", "s1"]
 
 
+def test_a_page_two_searches_found_does_not_outrank_the_own_search_top_result():
+    # The searches are made for different questions: a weakly matching page the other
+    # question's search placed second and this one's fifth is not read before the page
+    # this question's search placed first, whose title matches.
+    plan = make_plan("What do heat pumps cost to run?")
+    general = candidate("s1", "Heat pump guide", search_ranks=[5, 2])
+    top = candidate("s2", "What heat pumps cost to run", search_ranks=[1])
+    brief = make_brief(plan, candidates=[general, top], recent_queries=["heat pumps cost run"])
+
+    reads = [a for a in _decide(brief) if a.type == "read"]
+    assert reads[0].source_id == "s2"
+
+
 def test_reciprocal_rank_fusion_sums_over_searches():
     from research.engine.guards import RRF_K, reciprocal_rank
 

@@ -370,6 +370,81 @@ def test_a_question_with_only_code_for_a_non_usage_question_is_a_gap():
     assert report.gaps[0].description.startswith("The evidence found is code")
 
 
+def test_code_printing_the_quoted_error_is_quoted_for_a_why_question():
+    """A session that prints the message the question quotes shows where it comes from, and
+    the code around it (the call that changes the limit) answers what to do about it."""
+    plan = make_plan('Why does Zorbo print "Possible listener leak detected"?')
+    session = (
+        "> emitter.setLimit(1);\n> emitter.on('x', f);\n> emitter.on('x', g);\n"
+        "(zorbo) Warning: Possible listener leak detected. 2 x listeners added."
+    )
+    other_code = "emitter.on('x', f);"
+    evidence = [
+        make_evidence("e1", "Zorbo emitters warn when many listeners are added.", "q1"),
+        _code_evidence("e2", session),
+        _code_evidence("e3", other_code),
+    ]
+
+    report = _write(plan, evidence)
+
+    texts = [s.text for s in report.sections[0].statements if s.kind == "finding"]
+    assert session in texts  # shown as code, as the page has it
+    cited = {e for s in report.statements() for e in s.evidence_ids}
+    assert "e3" not in cited  # code without the quoted string stays out of a why question
+
+
+def test_the_passage_holding_the_quoted_message_leads_the_section():
+    plan = make_plan('My Zorbo script fails with "quota ledger sealed" when it starts: why?')
+    # The holder does not name Zorbo and the selector scored it low: the pool ranks it last.
+    holder = make_evidence(
+        "e0",
+        "The error quota ledger sealed means another process holds it.",
+        "q1",
+        source_id="s0",
+        relevance=0.3,
+    )
+    others = [
+        make_evidence(
+            f"e{n}",
+            f"Zorbo script {n} fails when it starts, and the Zorbo script starts again.",
+            "q1",
+            source_id=f"s{n}",
+            relevance=0.9,
+        )
+        for n in range(1, 13)
+    ]
+
+    report = _write(plan, [*others, holder])
+
+    findings = [s for s in report.sections[0].statements if s.kind == "finding"]
+    assert findings[0].evidence_ids == ["e0"]
+
+
+def test_a_quotation_is_shown_with_the_siblings_its_page_lists_in_the_same_words():
+    plan = make_plan("How long does Zorbo keep old ledger entries?")
+    evidence = [
+        make_evidence(
+            "e1", "zorbo expire removes ledger entries older than this; defaults to 90 days.", "q1"
+        ),
+        # The same frame on the same page, for the entries no branch reaches: it matches the
+        # question less well than the loose passages below and alone would not be shown.
+        make_evidence(
+            "e2",
+            "zorbo expire removes ledger entries older than this that no branch reaches, "
+            "whichever store holds them; defaults to 30 days.",
+            "q1",
+            relevance=0.2,
+        ),
+        make_evidence("e3", "Zorbo keeps old ledger entries for a while.", "q1", source_id="s2"),
+        make_evidence("e4", "Zorbo ledger entries are kept in a log.", "q1", source_id="s3"),
+    ]
+
+    section = _write(plan, evidence).sections[0]
+
+    cited = [s.evidence_ids for s in section.statements if s.kind == "finding"]
+    assert ["e1"] in cited and ["e2"] in cited
+
+
 def test_code_extracted_for_two_questions_is_shown_under_the_usage_one():
     plan = make_plan(
         "What does the foreign_keys pragma do?", "How do I enable the foreign_keys pragma?"

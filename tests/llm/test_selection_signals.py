@@ -1,0 +1,71 @@
+"""Passage signals of the extractive selection: pointing back, and a definition's subject."""
+
+from research.llm.passage_page import PassagePage
+from research.llm.selection import STRONG_RELEVANCE, QuestionText, select_passages
+
+PAGE_TITLE = "kiln-press(1) Manual Page"
+PAGE = (
+    "kiln-press(1) Manual Page\n\n"
+    "DESCRIPTION\n\n"
+    "This command uses a pressure curve to find which batch in the firing log cracked a glaze.\n\n"
+    "You start it by naming a cracked batch and a sound batch from the log.\n\n"
+    "This means the log must hold at least two firings of the same clay.\n\n"
+    "OPTIONS\n\n"
+    "The press reads the curve file before every firing of the kiln.\n\n"
+    "It defaults to the curve file in the current workshop folder."
+)
+
+
+def _index(page: PassagePage, opening: str) -> int:
+    return next(i for i in page.usable if page.passage(i).startswith(opening))
+
+
+def test_a_demonstrative_with_its_noun_opening_a_paragraph_does_not_dangle():
+    page = PassagePage.build(PAGE, PAGE_TITLE)
+    assert page is not None
+
+    # "This command" names what it points at: the page's subject, under its heading.
+    assert not page.dangling(_index(page, "This command uses"))
+    # A bare demonstrative or a pronoun with nothing before it to quote still dangles.
+    assert page.dangling(_index(page, "This means the log"))
+    assert page.dangling(_index(page, "It defaults to"))
+
+
+def test_the_sentence_opening_the_description_is_quoted_for_the_question_it_answers():
+    question = QuestionText("q1", "How do I find which batch cracked a glaze?")
+    passages = select_passages(PAGE, [question], title=PAGE_TITLE)
+
+    # It loses nothing for opening with "This": it answers as strongly as its words say.
+    best = passages[0]
+    assert PAGE[best.start : best.end].startswith("This command uses a pressure curve")
+    assert best.relevance >= STRONG_RELEVANCE
+
+
+def test_a_definition_of_what_is_asked_about_ranks_above_a_sentence_that_only_has_a_copula():
+    text = (
+        "Glaze firing\n\n"
+        "The usual way a glaze crack shows is when the kiln cools faster than the clay, and "
+        "slow glaze firing is the cure for it.\n\n"
+        "Slow firing refers to raising the kiln temperature by less than fifty degrees an hour.\n\n"
+        "The kiln door stays shut until the clay is cold."
+    )
+    question = QuestionText("q1", "What is slow firing of a glaze?")
+    passages = select_passages(text, [question], title="Glaze firing")
+
+    best = text[passages[0].start : passages[0].end]
+    assert best.startswith("Slow firing refers to")
+
+
+def test_a_definition_is_quoted_with_the_sentence_after_it_in_its_paragraph():
+    text = (
+        "Kiln loading\n\n"
+        "Cold loading refers to pots placed in the kiln before it is lit. When the kiln is "
+        "first lit, the burner stays low for an hour so that the pots warm evenly.\n\n"
+        "Hot loading of pots into a lit kiln cracks most of them."
+    )
+    question = QuestionText("q1", "What is cold loading of a kiln?")
+    passages = select_passages(text, [question], title="Kiln loading")
+
+    best = text[passages[0].start : passages[0].end]
+    assert best.startswith("Cold loading refers to")
+    assert best.endswith("warm evenly.")
