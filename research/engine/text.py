@@ -77,6 +77,11 @@ STOP_WORDS = COMMON_WORDS | word_set(
     that's theirs them themselves there's they through thus too until up upon us very via wasn't
     we weren't what's whether while will within without would yet you your yours yourself
     yourselves"""
+) | word_set(
+    # The rest of the closed class of connectives and prepositions whose fellows are above
+    # ("until", "before", "because", "if", "while"): "since" beside "until", "unless" beside
+    # "if", "although" beside "because".
+    "since unless although though whereas despite"
 )
 
 # Words our own question templates add; they carry no meaning a source would share.

@@ -120,3 +120,9 @@ def test_a_dimensional_adjective_meets_its_comparative_and_superlative():
     assert content_terms("entries older than 30 days") == content_terms("entries old, 30 days")
     assert stem("largest") == stem("larger") == stem("large")
     assert stem("user") != stem("use") and stem("number") == "number"  # no "-er" stripped
+
+
+def test_since_and_unless_are_connectives_like_until_and_if():
+    assert content_terms("since version 3, unless changed") == content_terms(
+        "until version 3, if changed"
+    )
