@@ -135,8 +135,11 @@ _ASKS_PROCEDURE = re.compile(
     r"^how\s+(?:do|can|should|would|could|might|must)\s+(?:i|we|you|one)\b|^how to\b", re.I
 )
 _ASKS_MANNER = re.compile(r"^how (?:do|does|did|is|are)\b.*\bwork", re.I)
+# "What is…", also with an adverb of degree between ("What exactly is…", "What precisely are…").
 _ASKS_DEFINITION = re.compile(
-    r"^what\s+(?:is|are)\s+(?!the\s+difference)|^what does .+ mean\b|\bwhat is meant by\b", re.I
+    r"^what\s+(?:\w+ly\s+)?(?:is|are)\s+(?!the\s+difference)|^what does .+ mean\b|"
+    r"\bwhat is meant by\b",
+    re.I,
 )
 _ASKS_YES_NO = re.compile(r"^(?:is|are|does|do|can|could|should|will|has|have|was|were|did)\b",
                           re.I)
