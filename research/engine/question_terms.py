@@ -22,11 +22,11 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from research.engine.text import (
-    QUESTION_FILLER,
     STOP_WORDS,
     content_terms,
     fold,
     name_part_terms,
+    question_filler,
     stem,
     tokens,
     word_set,
@@ -135,8 +135,11 @@ _ASKS_PROCEDURE = re.compile(
     r"^how\s+(?:do|can|should|would|could|might|must)\s+(?:i|we|you|one)\b|^how to\b", re.I
 )
 _ASKS_MANNER = re.compile(r"^how (?:do|does|did|is|are)\b.*\bwork", re.I)
+# "What is…", also with an adverb of degree between ("What exactly is…", "What precisely are…").
 _ASKS_DEFINITION = re.compile(
-    r"^what\s+(?:is|are)\s+(?!the\s+difference)|^what does .+ mean\b|\bwhat is meant by\b", re.I
+    r"^what\s+(?:\w+ly\s+)?(?:is|are)\s+(?!the\s+difference)|^what does .+ mean\b|"
+    r"\bwhat is meant by\b",
+    re.I,
 )
 _ASKS_YES_NO = re.compile(r"^(?:is|are|does|do|can|could|should|will|has|have|was|were|did)\b",
                           re.I)
@@ -381,15 +384,16 @@ def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str
     """
     names = entity_terms(question)
     answer_types = answer_type_terms(question)
-    sequence = content_terms(question, drop=QUESTION_FILLER)
-    parts = name_part_terms(question, drop=QUESTION_FILLER)
+    filler = question_filler(question)
+    sequence = content_terms(question, drop=filler)
+    parts = name_part_terms(question, drop=filler)
     query = {
         term: (_NAME_SCALE if term in names else 1.0) * (_NAME_PART_SCALE if term in parts else 1.0)
         for term in sequence
     }
     # Words in a row, with no stop word between them: "battery energy losses".
     adjacent = [
-        stem(token) if token not in STOP_WORDS and token not in QUESTION_FILLER else None
+        stem(token) if token not in STOP_WORDS and token not in filler else None
         for token in tokens(question)
     ]
     modifiers = {

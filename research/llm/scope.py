@@ -97,6 +97,14 @@ _NUMBER_LABELS = word_set(
 )
 
 
+# "What is a blueprint in Quill?", "What exactly is an extent in Ferrite?": asking what a term
+# means (an indefinite noun phrase after the copula), where the name after "in" is the domain
+# the term belongs to (a program, a field, a legal system) as often as a place. As for software,
+# only the wording's own place marks count then; "What is the rate in France?" asks about a
+# value in a place and keeps it.
+_TERM_DEFINITION = re.compile(r"^what\s+(?:\w+ly\s+)?(?:is|are)\s+an?\s", re.IGNORECASE)
+
+
 def _words(text: str) -> list[str]:
     return [fold(word) for word in re.findall(r"[A-Za-z][A-Za-z'-]*", text)]
 
@@ -207,7 +215,7 @@ def find_geographies(text: str) -> list[str]:
     "in France and Germany" → ["France", "Germany"]) and after a place word ("the city of
     Varno"). Months, years and technical names are not places, and in a question about software
     a name counts only when the wording marks it as a place (see the module docstring)."""
-    software = software_question(text)
+    software = software_question(text) or bool(_TERM_DEFINITION.match(text))
     places: list[str] = []
     for match in _PLACE_PHRASE.finditer(text):
         following = text[match.end("name") :]

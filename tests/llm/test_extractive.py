@@ -116,6 +116,7 @@ def test_question_kinds_are_read_from_grammar() -> None:
         "Since which release can I use upserts?": QuestionKind("date"),
         "On which dates do the rules apply?": QuestionKind("date"),
         "What is a sparse checkout?": QuestionKind("definition"),
+        "What exactly is a blueprint, and is it a separate unit?": QuestionKind("definition"),
         "How does a lease differ from a lock?": QuestionKind("comparison"),
         "Is the fast mode safer than the slow one?": QuestionKind("comparison"),
         "Why does the build fail?": QuestionKind("cause"),

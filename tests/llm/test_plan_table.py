@@ -57,6 +57,9 @@ TABLE = [
     ("What is new in Node.js 18?", [], None, None),
     ("How do I enable foreign keys in MegaORM?", [], None, None),
     ("How do I undo a commit in Git?", [], None, None),
+    # Asking what a term means: the name after "in" is its domain unless marked as a place.
+    ("What exactly is an extent in Ferrite, and is it a separate unit?", [], None, None),
+    ("What is the jobless rate in Estria?", ["Estria"], None, None),
     ("What is a shallow clone in Zircon?", [], None, None),
     ("How long does a session cookie last in Quill unless I change it?", [], None, None),
     ("Can I share a Box<V> between threads in Tarn?", [], None, None),
@@ -268,7 +271,7 @@ def _tune_questions() -> list[str]:
 
 
 def test_every_tune_question_is_read():
-    assert len(_tune_questions()) == 38
+    assert len(_tune_questions()) == 50
 
 
 @pytest.mark.parametrize("question", _tune_questions())
