@@ -39,6 +39,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from research.engine.answer_order import DEFINIENDUM_TERMS
 from research.engine.contracts import EXCERPT_MAX_CHARS, Block
 from research.engine.question_terms import (
     _QUANTITY,
@@ -91,9 +92,7 @@ W_PHRASE = 0.1
 # itself: it is the definition's own shape, and it must lift the passage defining the thing
 # asked about over the passages that hold a copula and more of the question's words.
 W_DEFINIENDUM = 0.15
-# A definiendum is a noun phrase: at most this many content words stand before the copula
-# ("Joined eager loading", "The test client"), so a long clause ending in "is" is none.
-DEFINIENDUM_TERMS = 4
+# A definiendum is a noun phrase of at most DEFINIENDUM_TERMS content words (answer_order).
 # The share a title term counts for in every passage: most of a full match, because every
 # sentence of a page about a named thing is about it (passage retrieval interpolates a
 # passage's score with its document's, Callan, SIGIR 1994); less than a full one, so the
