@@ -22,11 +22,11 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from research.engine.text import (
-    QUESTION_FILLER,
     STOP_WORDS,
     content_terms,
     fold,
     name_part_terms,
+    question_filler,
     stem,
     tokens,
     word_set,
@@ -384,15 +384,16 @@ def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str
     """
     names = entity_terms(question)
     answer_types = answer_type_terms(question)
-    sequence = content_terms(question, drop=QUESTION_FILLER)
-    parts = name_part_terms(question, drop=QUESTION_FILLER)
+    filler = question_filler(question)
+    sequence = content_terms(question, drop=filler)
+    parts = name_part_terms(question, drop=filler)
     query = {
         term: (_NAME_SCALE if term in names else 1.0) * (_NAME_PART_SCALE if term in parts else 1.0)
         for term in sequence
     }
     # Words in a row, with no stop word between them: "battery energy losses".
     adjacent = [
-        stem(token) if token not in STOP_WORDS and token not in QUESTION_FILLER else None
+        stem(token) if token not in STOP_WORDS and token not in filler else None
         for token in tokens(question)
     ]
     modifiers = {

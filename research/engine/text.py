@@ -77,6 +77,11 @@ STOP_WORDS = COMMON_WORDS | word_set(
     that's theirs them themselves there's they through thus too until up upon us very via wasn't
     we weren't what's whether while will within without would yet you your yours yourself
     yourselves"""
+) | word_set(
+    # The rest of the closed class of connectives and prepositions whose fellows are above
+    # ("until", "before", "because", "if", "while"): "since" beside "until", "unless" beside
+    # "if", "although" beside "because".
+    "since unless although though whereas despite"
 )
 
 # Words our own question templates add; they carry no meaning a source would share.
@@ -86,6 +91,59 @@ QUESTION_FILLER = word_set(
     aspects respect respects term terms strength strengths weakness weaknesses well suited
     regarding concerning important notable number amount type types kind kinds sort sorts"""
 )
+
+# The template words that are nouns or adjectives: besides filling a template ("the key
+# difference", "the main reason", "the number of") they can stand inside a noun compound of the
+# subject ("foreign key constraints", "column type affinity"), where they are part of its name.
+# The verbs, prepositions and adverbs of the templates ("compare", "versus", "say", "well",
+# "regarding") head no compound and are always filler.
+_COMPOUND_FILLER = word_set(
+    """key main characteristic characteristics evidence overview aspect aspects term terms
+    strength strengths weakness weaknesses important notable number amount type types kind
+    kinds sort sorts difference differences comparison"""
+)
+# What may stand between two words of one noun phrase: spaces, or a hyphen.
+_PHRASE_GAP = re.compile(r"[ \t]+|-")
+_PLAIN_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+
+
+def _modifies(word: str) -> bool:
+    """Whether folded ``word`` can be a member of a noun compound: a content word, neither a
+    possessive (a determiner's place: "Python's main features") nor a template word."""
+    return (
+        word not in STOP_WORDS
+        and word not in QUESTION_FILLER
+        and not word.endswith(("'s", "’s"))
+        and len(word) > 1
+    )
+
+
+def question_filler(question: str) -> frozenset[str]:
+    """The template words ``question`` uses as filler: ``QUESTION_FILLER`` without those it
+    has only inside a noun compound. A template word stands inside a compound when a content
+    word precedes it and another follows it in the same phrase ("foreign key constraints":
+    modifier, word, head — the noun-phrase pattern of Justeson & Katz 1995); after a
+    determiner, a possessive or a question word ("the key difference", "Python's main
+    features", "what kind of") it is the template's. A word used both ways stays filler."""
+    words = list(_PLAIN_WORD.finditer(question))
+    inside: set[str] = set()
+    outside: set[str] = set()
+    for index, match in enumerate(words):
+        word = fold(match.group(0))
+        if word not in QUESTION_FILLER:
+            continue
+        compound = word in _COMPOUND_FILLER and 0 < index < len(words) - 1
+        if compound:
+            before, after = words[index - 1], words[index + 1]
+            compound = (
+                bool(_PHRASE_GAP.fullmatch(question[before.end() : match.start()]))
+                and bool(_PHRASE_GAP.fullmatch(question[match.end() : after.start()]))
+                and _modifies(fold(before.group(0)))
+                and _modifies(fold(after.group(0)))
+            )
+        (inside if compound else outside).add(word)
+    return QUESTION_FILLER - (inside - outside)
+
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?")
 # The Snowball English stemmer (Porter2), from the Snowball project's own package
@@ -99,12 +157,54 @@ _ENGLISH_LOCK = threading.Lock()
 _STEM_CACHE_SIZE = 200_000
 
 
+# The British spelling of the suffix "-ization" ("optimisation", "organisations"): Porter2
+# strips "-ization" but not "-isation", so the two spellings of one word met nowhere. The
+# suffix is unambiguous (no English word ends in "-isation" but a British "-ization"); the
+# verb's "-ise" is not ("precise", "promise", "revise" are no "-ize"), so it is left alone.
+_BRITISH_ISATION = re.compile(r"(?<=[a-z]{3})isation(s?)$")
+
+
+# The dimensional adjectives of English (Bierwisch's closed class, the measure words of
+# "how old/long/large", research/engine/question_terms.py) with their comparative and
+# superlative: Porter2 leaves "-er" and "-est" on, since most words ending so are no
+# comparatives ("user", "number", "server"), so "entries older than 30 days" never met "how
+# old". KStem (Krovetz, SIGIR 1993) strips them only for adjectives its lexicon lists; this
+# closed class is that lexicon. "further" and "later" are left out: they mean "more" and
+# "afterwards" far more often than a greater distance or time.
+_DEGREES = {
+    form: base
+    for base, *forms in map(
+        str.split,
+        (
+            "old older oldest",
+            "long longer longest",
+            "short shorter shortest",
+            "tall taller tallest",
+            "high higher highest",
+            "low lower lowest",
+            "wide wider widest",
+            "deep deeper deepest",
+            "far farther farthest",
+            "big bigger biggest",
+            "large larger largest",
+            "small smaller smallest",
+            "heavy heavier heaviest",
+            "fast faster fastest",
+            "slow slower slowest",
+        ),
+    )
+    for form in forms
+}
+
+
 @functools.lru_cache(maxsize=_STEM_CACHE_SIZE)
 def stem(word: str) -> str:
     """The Snowball English stem of a folded word: "running"/"runs"/"run" and "caused"/"cause"
-    meet, "news" stays "news". Numbers and words with an apostrophe are kept as they are."""
+    meet, "news" stays "news"; "optimisation" meets "optimization" and "older" meets "old".
+    Numbers and words with an apostrophe are kept as they are."""
     if not word.isalpha():
         return word
+    word = _DEGREES.get(word) or _BRITISH_ISATION.sub(r"ization\1", word)
     with _ENGLISH_LOCK:
         return _ENGLISH.stemWord(word)
 

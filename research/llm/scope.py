@@ -97,7 +97,7 @@ _NUMBER_LABELS = word_set(
 )
 
 
-# "What is a blueprint in Flask?", "What exactly is an extent in Ferrite?": asking what a term
+# "What is a blueprint in Quill?", "What exactly is an extent in Ferrite?": asking what a term
 # means (an indefinite noun phrase after the copula), where the name after "in" is the domain
 # the term belongs to (a program, a field, a legal system) as often as a place. As for software,
 # only the wording's own place marks count then; "What is the rate in France?" asks about a

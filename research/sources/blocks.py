@@ -6,12 +6,17 @@ item, definition term and description and table cell ends one block and starts t
 inline elements (links, emphasis, ``<code>``, spans) join with exactly the white space the
 page has, collapsed to single spaces; preformatted text (``<pre>``) keeps its lines and becomes
 one code block; hidden elements (scripts, styles, templates, ``hidden``, ``display: none``)
-give nothing. Each block remembers how far it stands from the one before (a table cell, a
-line, a paragraph), which becomes the separator in the snapshot.
+give nothing. The content of a ``<details>`` element is text of the page: a reader opens it with
+one click, so its summary and content are blocks in their place like any others. Each block
+remembers how far it stands from the one before (a table cell, a line, a paragraph), which
+becomes the separator in the snapshot.
 
 Which blocks are the page's main content is trafilatura's decision: ``main_blocks`` keeps the
 blocks whose text trafilatura's extraction contains, in order, so navigation, footers and
-boilerplate drop out while the text itself is ours, taken from the page as it is.
+boilerplate drop out while the text itself is ours, taken from the page as it is. Text folded
+into ``<details>`` that trafilatura deleted with its container (its boilerplate rules take a
+class such as "metadata" for page furniture) comes back when it stands between two kept
+blocks with nothing else left out around it.
 ``remove_permalink_marks`` first deletes the "link to this heading" marks documentation
 generators add ("¶", "#"), which are controls, not words of the page.
 """
@@ -156,7 +161,8 @@ class PageBlock:
     ``separation`` is how far it stands from the block before (0 a table cell, 1 a line,
     2 a paragraph); ``level`` is the heading level (0 for other blocks); ``key`` is the text
     in the form it is compared with the main-content extraction (see :func:`match_key`);
-    ``after_gap`` says blocks of the page were left out just before it.
+    ``after_gap`` says blocks of the page were left out just before it; ``folded`` says it lies
+    inside a ``<details>`` element (shown after the reader opens it).
     """
 
     kind: BlockKind
@@ -165,6 +171,7 @@ class PageBlock:
     level: int = 0
     key: str = ""
     after_gap: bool = False
+    folded: bool = False
 
     @property
     def separator(self) -> str:
@@ -236,6 +243,8 @@ class _Layout:
         # The same text without what the extractor never sees.
         self.seen: list[str] = []
         self.unseen_depth = 0
+        # How many ``<details>`` elements are open at this point of the walk.
+        self.folded_depth = 0
         self.kinds: list[tuple[BlockKind, int]] = []
         self.kind: tuple[BlockKind, int] = ("paragraph", 0)
         # The outermost boundary crossed since the last block: (depth, strength).
@@ -265,13 +274,15 @@ class _Layout:
         self.pieces, self.seen = [], []
         if text:
             kind, level = self.kind
-            self._emit(PageBlock(kind, text, self._separation(), level, key))
+            block = PageBlock(kind, text, self._separation(), level, key)
+            self._emit(replace(block, folded=self.folded_depth > 0))
 
     def code(self, text: str, seen: bool) -> None:
         text = normalize_code(text)
         if text.strip():
             key = match_key(text) if seen else ""
-            self._emit(PageBlock("code", text, self._separation(), 0, key))
+            block = PageBlock("code", text, self._separation(), 0, key)
+            self._emit(replace(block, folded=self.folded_depth > 0))
 
     def _separation(self) -> int:
         return self.pending[1] if self.pending is not None else _PARAGRAPH
@@ -308,6 +319,8 @@ def page_blocks(root: etree._Element) -> list[PageBlock]:
                 if tag in ("li", "dt", "dd"):
                     items_open -= 1
                 layout.boundary(depth, _strength(tag, items_open))
+            if tag == "details":
+                layout.folded_depth -= 1
             layout.text(element.tail)
             continue
         if not tag or _hidden(element, tag):
@@ -328,6 +341,8 @@ def page_blocks(root: etree._Element) -> list[PageBlock]:
             if tag in ("li", "dt", "dd"):
                 items_open += 1
             layout.boundary(depth, _strength(tag, items_open))
+            if tag == "details":
+                layout.folded_depth += 1
             if tag in _HEADING_LEVELS:
                 layout.kinds.append(("heading", _HEADING_LEVELS[tag]))
             elif tag in _KINDS:
@@ -407,6 +422,12 @@ def main_blocks(blocks: Iterable[PageBlock], extracted: str) -> list[PageBlock]:
     A block with the same text as the block kept just before it takes that block's place:
     a page's title in a breadcrumb trail matches the extraction first, and the heading of the
     article that follows says the same where it belongs.
+
+    Blocks folded into ``<details>`` that the extraction lacks are kept when every block left
+    out between two kept blocks is folded: the details element then stands inside the main
+    content (an API entry's version history under its heading), and trafilatura deleted it
+    only because a class name of its container looked like page furniture to it. Folded text
+    next to anything else left out (a sidebar, a site menu) stays out with it.
     """
     blocks = list(blocks)
     reference = match_key(extracted)
@@ -420,6 +441,9 @@ def main_blocks(blocks: Iterable[PageBlock], extracted: str) -> list[PageBlock]:
     cursor = 0
     separation = -1
     dropped = False
+    # Folded blocks left out since the last kept block, and whether anything else was.
+    folded: list[PageBlock] = []
+    spoiled = False
     for index, block in enumerate(blocks):
         key = block.key
         separation = max(separation, block.separation)
@@ -433,9 +457,17 @@ def main_blocks(blocks: Iterable[PageBlock], extracted: str) -> list[PageBlock]:
                     block, separation=kept[-1].separation, after_gap=kept[-1].after_gap
                 )
                 separation, dropped = -1, False
-            else:
+            elif block.folded and not spoiled:
+                if block.key:  # text the extractor never sees (a button) is main content nowhere
+                    folded.append(block)
                 dropped = True
+            else:
+                folded, spoiled, dropped = [], True, True
             continue
+        if folded and kept:
+            kept.extend(folded)
+            separation, dropped = -1, False
+        folded, spoiled = [], False
         if dropped and kept:
             kept.append(replace(block, separation=_PARAGRAPH, after_gap=True))
         else:

@@ -5,7 +5,7 @@ from research.engine.answer_order import comparison_sides
 from research.engine.contracts import Block, Heading
 from research.engine.ledger.excerpts import SnapshotIndex
 from research.engine.question_terms import question_terms
-from research.engine.text import content_terms, name_part_terms, under_term
+from research.engine.text import content_terms, name_part_terms, stem, under_term
 
 
 def test_a_camel_case_name_gives_its_whole_and_its_parts():
@@ -90,3 +90,39 @@ def test_a_description_stands_under_its_section_and_its_terms():
     assert index.heading_at(at("A paragraph after")) == "OPTIONS"
     assert index.heading_at(at("The options are")) == "OPTIONS"
     assert index.heading_at(at("--force")) == "OPTIONS"
+
+
+def test_a_template_word_inside_a_noun_compound_is_a_term():
+    query, _ = question_terms("Does it check foreign key constraints automatically?")
+    assert {"foreign", "key", "constraint"} <= query.keys()
+    for filler in (
+        "What is the key difference between locks and latches?",
+        "What are Python's main features?",
+        "What kind of lock does it take?",
+        "Which is faster, the key, or the value?",
+    ):
+        query, _ = question_terms(filler)
+        assert not {"key", "main", "kind", "differ"} & query.keys(), filler
+
+
+def test_a_verb_of_the_templates_is_filler_even_between_names():
+    query, _ = question_terms("How does Postgres compare with DuckDB, Postgres vs DuckDB?")
+    assert not {"compar", "vs"} & query.keys()
+
+
+def test_british_isation_meets_american_ization():
+    assert content_terms("optimisation levels") == content_terms("optimization level")
+    assert stem("organisations") == stem("organization")
+    assert stem("precise") != stem("precize")  # the verb's "-ise" is left alone
+
+
+def test_a_dimensional_adjective_meets_its_comparative_and_superlative():
+    assert content_terms("entries older than 30 days") == content_terms("entries old, 30 days")
+    assert stem("largest") == stem("larger") == stem("large")
+    assert stem("user") != stem("use") and stem("number") == "number"  # no "-er" stripped
+
+
+def test_since_and_unless_are_connectives_like_until_and_if():
+    assert content_terms("since version 3, unless changed") == content_terms(
+        "until version 3, if changed"
+    )

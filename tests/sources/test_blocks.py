@@ -196,3 +196,82 @@ def test_extracted_page_has_blocks_code_and_a_clean_title():
 )
 def test_tag_like_text_is_kept_as_text(html, expected):
     assert texts(f"<body>{html}</body>") == [("paragraph", expected)]
+
+
+def test_details_summary_and_content_are_folded_blocks_but_hidden_parts_stay_out():
+    html = (
+        "<body><p>before</p><details><summary>History</summary>"
+        "<table><tr><th>Version</th><th>Changes</th></tr>"
+        "<tr><td>v2.0</td><td>No longer behind a flag.</td></tr></table>"
+        "<p hidden>secret</p><div style='display:none'>none</div>"
+        "<template><p>t</p></template><script>x()</script></details><p>after</p></body>"
+    )
+    blocks = blocks_of(html)
+    assert [(b.text, b.folded, b.separator) for b in blocks] == [
+        ("before", False, "\n\n"),
+        ("History", True, "\n\n"),
+        ("Version", True, "\n\n"),
+        ("Changes", True, "\t"),
+        ("v2.0", True, "\n"),
+        ("No longer behind a flag.", True, "\t"),
+        ("after", False, "\n\n"),
+    ]
+
+
+def test_folded_blocks_the_extraction_lacks_come_back_only_inside_the_main_content():
+    blocks = [
+        PageBlock("paragraph", "intro", key="intro"),
+        PageBlock("paragraph", "History", key="History", folded=True),
+        PageBlock("cell", "v2.0", separation=1, key="v2.0", folded=True),
+        PageBlock("cell", "changed", separation=0, key="changed", folded=True),
+        PageBlock("paragraph", "body", key="body"),
+        PageBlock("item", "menu", key="menu"),
+        PageBlock("paragraph", "Sidebar", key="Sidebar", folded=True),
+        PageBlock("paragraph", "end", key="end"),
+    ]
+    kept = main_blocks(blocks, "intro body end")
+    assert [(b.text, b.after_gap, b.separator) for b in kept] == [
+        ("intro", False, "\n\n"),
+        ("History", False, "\n\n"),
+        ("v2.0", False, "\n"),
+        ("changed", False, "\t"),
+        ("body", False, "\n\n"),
+        # The menu entry next to the folded block was left out, so both stay out.
+        ("end", True, "\n\n"),
+    ]
+
+
+API_PAGE = """<!DOCTYPE html><html lang="en"><head><title>Globals | Runtime docs</title></head>
+<body><nav><details><summary>Other versions</summary><ul><li><a href="/v1">v1</a></li>
+<li><a href="/v2">v2</a></li></ul></details><a href="/">Home</a></nav>
+<main><article><h1>Global objects</h1>
+<p>These objects are available in all modules of the runtime, without being imported.</p>
+<section><h3><code>fetch</code></h3>
+<div class="api_metadata"><details class="changelog"><summary>History</summary>
+<table><tr><th>Version</th><th>Changes</th></tr>
+<tr><td>v18.0.0</td><td><p>No longer behind <code>--experimental-fetch</code> CLI flag.</p></td></tr>
+<tr><td>v17.5.0</td><td><p><span>Added in: v17.5.0</span></p></td></tr>
+</table><template><p>Template text</p></template><p hidden>Hidden text</p></details></div>
+<blockquote><p>Stability: 1 - Experimental. Disable this API with the command-line flag
+that turns experimental features off, when the runtime starts.</p></blockquote>
+<p>A browser-compatible implementation of the fetch() function, available to every module
+of the program without an import statement, as browsers offer it to their pages.</p>
+</section>
+<section><h3><code>queueMicrotask(callback)</code></h3>
+<p>The queueMicrotask() method queues a microtask to invoke the callback, which runs after
+the current task and before control returns to the event loop of the runtime.</p>
+</section></article></main><footer>Copyright 2026 Example Foundation</footer></body></html>
+"""
+
+
+def test_details_text_stays_in_its_place_with_table_rows_as_rows():
+    extracted = extract_html(API_PAGE.encode(), url="https://docs.example.org/api/globals.html")
+    text = extracted.text
+    assert (
+        "fetch\n\nHistory\n\nVersion\tChanges\n"
+        "v18.0.0\tNo longer behind --experimental-fetch CLI flag.\n"
+        "v17.5.0\tAdded in: v17.5.0\n\nStability: 1 - Experimental."
+    ) in text
+    # Hidden content inside details stays hidden; the site menu's details stays out.
+    assert "Template text" not in text and "Hidden text" not in text
+    assert "Other versions" not in text and "Copyright" not in text

@@ -400,6 +400,9 @@ def test_cited_excerpts_occur_in_chromium_inner_text_of_real_pages(
             # Node.js's style sheet defers painting sections off screen (content-visibility:
             # auto), which keeps them out of innerText until a reader scrolls to them.
             tab.add_style_tag(content="* { content-visibility: visible !important; }")
+            # A reader opens a <details> element with one click; its text counts as shown, in
+            # the snapshot and in the lxml rendering alike (docs/evaluation.md).
+            tab.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
             inner_text = tab.locator("body").inner_text()
             checked += len(result.excerpts)
             missing += [
