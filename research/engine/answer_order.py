@@ -13,7 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from research.engine.contracts import ContradictionCandidate, Evidence
-from research.engine.question_terms import holds_phrase, question_kind, quoted_phrases
+from research.engine.question_terms import (
+    answer_shape,
+    holds_phrase,
+    question_kind,
+    question_terms,
+    quoted_phrases,
+)
 from research.engine.text import content_terms
 
 ANSWER_LABEL = "Answer"
@@ -74,6 +80,31 @@ def quotes_code(question: str, code: str) -> bool:
     one quoting a string the sample holds, its terms in order ("Why does it print \"Possible
     memory leak detected\"?" is answered by the session that prints it and what follows)."""
     return is_usage_question(question) or holds_quoted(question, code)
+
+
+# A definiendum is a noun phrase: at most this many content words stand before the copula
+# ("Joined eager loading", "The test client"), so a long clause ending in "is" is none.
+DEFINIENDUM_TERMS = 4
+# A definition may bound its term by what it is not ("A blueprint is not a pluggable app
+# because …"): the genus it is set apart from is part of saying what it is.
+_NEGATED_COPULA = re.compile(r"\b(?:is|are)\s+not\s+(?:an?|the)\b", re.IGNORECASE)
+
+
+def defines_focus(question: str, text: str) -> bool:
+    """Whether ``text`` opens with a definition of what ``question`` asks the meaning of: a
+    short subject holding a term of the question's focus, then the copula ("A blueprint in
+    X is not a pluggable app …"). The "<term> is a" surface pattern of definitional question
+    answering (Hildebrandt, Katz & Lin, HLT-NAACL 2004), the selector's definiendum."""
+    kind = question_kind(question)
+    shape = answer_shape(kind)
+    if kind.kind != "definition" or shape is None:
+        return False
+    copulas = [match for match in (shape.search(text), _NEGATED_COPULA.search(text)) if match]
+    if not copulas:
+        return False
+    subject = content_terms(text[: min(match.start() for match in copulas)])
+    _, focus = question_terms(question)
+    return 0 < len(subject) <= DEFINIENDUM_TERMS and bool(focus & set(subject))
 
 
 def holds_quoted(question: str, text: str) -> bool:

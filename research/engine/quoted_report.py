@@ -20,6 +20,7 @@ from research.engine.answer_order import (
     answer_first,
     by_side,
     comparison_sides,
+    defines_focus,
     holds_quoted,
     quotes_code,
     with_siblings,
@@ -295,13 +296,14 @@ def _choose(
     # question asks for: the pool's scale alone would let a passage repeating the question's
     # words ("how much the grant pays") pass for an answer. A quotation holding a string the
     # question quotes answers too: it is where the message the asker saw comes from, whether
-    # or not it repeats the name of what printed it.
+    # or not it repeats the name of what printed it. One opening with the definition of what
+    # the question asks the meaning of answers that question (below).
     def answers(group: list[Evidence]) -> bool:
         if holds_quoted(question.text, group[0].excerpt):
             return True
         if not pool.names_subject(group[0]):
             return False
-        if _best_relevance(group) >= _RELEVANT_BP:
+        if _best_relevance(group) >= _RELEVANT_BP or defines_focus(question.text, group[0].excerpt):
             return True
         return any(
             pool.relevance(item) >= SUPPORTS_RELEVANCE
@@ -322,11 +324,20 @@ def _choose(
     )
     # A quotation holding a string the question quotes (the error message asked about) is
     # where that string comes from: it keeps its place and leads, whatever the pool's order.
+    # For a question asking what something is, a quotation opening with its definition (a
+    # short subject naming it, then the copula) is the answer, as in the selector
+    # (:func:`research.engine.answer_order.defines_focus`): it comes next, whatever words
+    # of the question other quotations repeat.
     quoting = {id(group) for group in groups if holds_quoted(question.text, group[0].excerpt)}
-    groups.sort(key=lambda group: id(group) not in quoting)
+    defining = {id(group) for group in groups if defines_focus(question.text, group[0].excerpt)}
+
+    def lead(group: list[Evidence]) -> tuple[bool, bool]:
+        return id(group) not in quoting, id(group) not in defining
+
+    groups.sort(key=lead)
     beyond = groups[limit:]
     groups = groups[:limit]
-    groups.sort(key=lambda group: (id(group) not in quoting, ranked.index(group[0])))
+    groups.sort(key=lambda group: (*lead(group), ranked.index(group[0])))
     # Each quotation brings its siblings, the alternatives its page lists in the same words.
     groups = with_siblings(groups, own)
     shown = {group[0].id for group in groups}

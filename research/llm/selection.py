@@ -39,6 +39,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from research.engine.answer_order import DEFINIENDUM_TERMS
 from research.engine.contracts import EXCERPT_MAX_CHARS, Block
 from research.engine.question_terms import (
     _QUANTITY,
@@ -91,9 +92,7 @@ W_PHRASE = 0.1
 # itself: it is the definition's own shape, and it must lift the passage defining the thing
 # asked about over the passages that hold a copula and more of the question's words.
 W_DEFINIENDUM = 0.15
-# A definiendum is a noun phrase: at most this many content words stand before the copula
-# ("Joined eager loading", "The test client"), so a long clause ending in "is" is none.
-DEFINIENDUM_TERMS = 4
+# A definiendum is a noun phrase of at most DEFINIENDUM_TERMS content words (answer_order).
 # The share a title term counts for in every passage: most of a full match, because every
 # sentence of a page about a named thing is about it (passage retrieval interpolates a
 # passage's score with its document's, Callan, SIGIR 1994); less than a full one, so the
@@ -325,6 +324,24 @@ def _defines(shape: re.Pattern[str], passage: str, focus: set[str]) -> bool:
     return 0 < len(subject) <= DEFINIENDUM_TERMS and bool(focus & set(subject))
 
 
+def _definition_lead(
+    page: PassagePage, question: QuestionText, ordered: Sequence[int]
+) -> list[int]:
+    """The first of ``ordered`` the definiendum bonus lifts for ``question`` (it opens with a
+    definition of the question's focus and opens no window of several sentences), if any."""
+    kind = question_kind(question.text)
+    shape = answer_shape(kind)
+    if kind.kind != "definition" or shape is None:
+        return []
+    opens_unit = {members[0] for members in page.members.values()}
+    _, focus = question_terms(question.text, page.topic_terms)
+    return [
+        index
+        for index in ordered
+        if index not in opens_unit and _defines(shape, page.passage(index), focus)
+    ][:1]
+
+
 def _shaped(shape: re.Pattern[str], kind: QuestionKind, page: PassagePage, index: int) -> bool:
     """Whether passage ``index`` has the answer's shape; a date may stand in its heading."""
     if shape.search(page.passage(index)):
@@ -400,8 +417,17 @@ def select_passages(
     for question in questions:
         scores = rank_score.get(question.id, {})
         ordered = sorted(scores, key=lambda i: (-scores[i], i))
-        picks[question.id] = mmr_order(
-            ordered, scores, own_terms, limit=max_items, spans=spans, weight=MMR_LAMBDA
+        # The definition of what a question asks the meaning of is its answer: the best
+        # passage defining it is picked first, and the others are spread around it.
+        lead = _definition_lead(page, question, ordered)
+        picks[question.id] = lead + mmr_order(
+            [i for i in ordered if i not in lead],
+            scores,
+            own_terms,
+            limit=max_items - len(lead),
+            taken=lead,
+            spans=spans,
+            weight=MMR_LAMBDA,
         )
 
     def fits(candidate: int) -> bool:

@@ -11,6 +11,7 @@ from research.engine.answer_order import (
     answer_first,
     by_side,
     comparison_sides,
+    defines_focus,
     is_usage_question,
     names_side,
     quotes_code,
@@ -203,3 +204,17 @@ def test_a_code_sample_brings_the_other_code_samples_under_its_heading():
     placed = with_siblings([[shown]], [[shown], [part], [other_heading], [prose]])
 
     assert [group[0].id for group in placed] == ["e1", "e2"]
+
+
+def test_a_passage_opening_with_the_definition_of_the_focus_defines_it():
+    question = "What exactly is a zorblet in Zorbo?"
+    assert defines_focus(question, "A zorblet is a set of operations kept for later.")
+    # What it is not bounds it too.
+    assert defines_focus(question, "A zorblet in Zorbo is not a plugin because it is no app.")
+    # A copula after a long clause, or a definition of something else, defines nothing.
+    assert not defines_focus(
+        question, "When a request reaches the zorblet registry on the server it is a copy."
+    )
+    assert not defines_focus(question, "A plugin is a package that extends Zorbo.")
+    # Only a question asking what something is wants a definition.
+    assert not defines_focus("How do I register a zorblet?", "A zorblet is a set of operations.")

@@ -321,3 +321,26 @@ def test_a_faq_entrys_answer_is_quoted_though_ten_passages_match_better() -> Non
         plan=plan, evidence=[*loose, entry, answer], sources=[*SOURCES.values(), FAQ]
     )
     assert answer.id in _cited(write_extractive_report(request))
+
+
+def test_the_definition_of_what_a_question_asks_about_is_quoted_first() -> None:
+    """Passages repeating a word of a definition question ("exactly") ranked high on their
+    pages do not push out the passage that says what the thing is."""
+    question = "What exactly is a zorblet in Zorbo?"
+    repeating = [
+        make_evidence(
+            f"Zorbo exec option {n} works exactly like the zorblet flag of the shell.",
+            source_id="s1",
+            relevance_bp=9000 - 100 * n,
+            start=100 * n,
+        )
+        for n in range(12)
+    ]
+    definition = make_evidence(
+        "A zorblet in Zorbo is not a plugin because it is not actually an application.",
+        source_id="s2",
+        relevance_bp=3000,
+    )
+    report = write_extractive_report(_request(question, [*repeating, definition]))
+    first = report.sections[0].statements[0]
+    assert first.evidence_ids == [definition.id]

@@ -69,3 +69,28 @@ def test_a_definition_is_quoted_with_the_sentence_after_it_in_its_paragraph():
     best = text[passages[0].start : passages[0].end]
     assert best.startswith("Cold loading refers to")
     assert best.endswith("warm evenly.")
+
+
+def test_the_definition_of_what_is_asked_about_is_picked_first_on_a_page_rich_in_its_words():
+    """Sentences repeating every word of the question, in a copula, outscore the definition
+    that lacks the name; the definition is still the question's first pick."""
+    others = " ".join(
+        (
+            "Stoneware fired in the Potterly slow glaze kiln overnight is the norm for bowls.",
+            "Potterly users find the studio's slow glaze kiln is the quietest machine.",
+            "Each weekend the Potterly workshop rents its slow glaze kiln out to students.",
+            "A Potterly manual says the slow glaze kiln keeps their cups from crazing.",
+        )
+    )
+    text = (
+        "Glaze kilns\n\n"
+        f"{others}\n\n"
+        "A slow glaze kiln is a kiln whose burner raises the heat by fifty degrees an hour.\n\n"
+        "The kiln door stays shut until the clay is cold."
+    )
+    question = QuestionText("q1", "What is a slow glaze kiln in Potterly?")
+    passages = select_passages(text, [question], title="Glaze kilns", max_items=1)
+
+    assert any(
+        text[p.start : p.end].startswith("A slow glaze kiln is a kiln") for p in passages
+    )
