@@ -4,8 +4,9 @@ The passages that answer a question directly lead its section (one to three, lab
 "Answer"), supporting passages follow, and passages that contradict the answer come last; a
 question comparing two sides shows one block per side. Code is quoted for questions about
 usage ("How do I…"), and for any question a code sample holding a string the question quotes
-(the error message it asks about, printed in a session). What a question is (a usage question, a comparison and its sides)
-is read from its wording in general grammatical terms, never from a list of subjects.
+(the error message it asks about, printed in a session). What a question is (a usage
+question, a comparison and its sides) is read from its wording in general grammatical terms,
+never from a list of subjects.
 """
 
 import re
@@ -16,6 +17,7 @@ from research.engine.contracts import ContradictionCandidate, Evidence
 from research.engine.question_terms import (
     answer_shape,
     holds_phrase,
+    opens_with_definition,
     question_kind,
     question_terms,
     quoted_phrases,
@@ -82,9 +84,6 @@ def quotes_code(question: str, code: str) -> bool:
     return is_usage_question(question) or holds_quoted(question, code)
 
 
-# A definiendum is a noun phrase: at most this many content words stand before the copula
-# ("Joined eager loading", "The test client"), so a long clause ending in "is" is none.
-DEFINIENDUM_TERMS = 4
 # A definition may bound its term by what it is not ("A blueprint is not a pluggable app
 # because …"): the genus it is set apart from is part of saying what it is.
 _NEGATED_COPULA = re.compile(r"\b(?:is|are)\s+not\s+(?:an?|the)\b", re.IGNORECASE)
@@ -99,12 +98,8 @@ def defines_focus(question: str, text: str) -> bool:
     shape = answer_shape(kind)
     if kind.kind != "definition" or shape is None:
         return False
-    copulas = [match for match in (shape.search(text), _NEGATED_COPULA.search(text)) if match]
-    if not copulas:
-        return False
-    subject = content_terms(text[: min(match.start() for match in copulas)])
     _, focus = question_terms(question)
-    return 0 < len(subject) <= DEFINIENDUM_TERMS and bool(focus & set(subject))
+    return opens_with_definition(text, (shape, _NEGATED_COPULA), focus)
 
 
 def holds_quoted(question: str, text: str) -> bool:

@@ -226,6 +226,26 @@ def answer_shape(kind: QuestionKind) -> re.Pattern[str] | None:
     return _SHAPES.get(kind.kind)
 
 
+# A definiendum is a noun phrase: at most this many content words stand before the copula
+# ("Joined eager loading", "The test client"), so a long clause ending in "is" is none.
+DEFINIENDUM_TERMS = 4
+
+
+def opens_with_definition(
+    text: str, copulas: Sequence[re.Pattern[str]], focus: Collection[str]
+) -> bool:
+    """Whether ``text`` opens with a definition of one of the ``focus`` terms: a short subject
+    (at most :data:`DEFINIENDUM_TERMS` content terms) holding one of them, before the first of
+    the ``copulas`` found. The "<term> is a" surface pattern of definitional question
+    answering (Hildebrandt, Katz & Lin, HLT-NAACL 2004), shared by the selector and the
+    quoted report."""
+    starts = [match.start() for copula in copulas if (match := copula.search(text))]
+    if not starts:
+        return False
+    subject = content_terms(text[: min(starts)])
+    return 0 < len(subject) <= DEFINIENDUM_TERMS and bool(set(focus) & set(subject))
+
+
 def answer_shape_bonus(question: str, passage: str, heading: str = "") -> float:
     """A small bonus when a passage has the shape of the answer the question wants (a number
     for "how many", a cause for "why", a date for "when"). A date may come from the heading

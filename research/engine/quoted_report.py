@@ -298,12 +298,15 @@ def _choose(
     # question quotes answers too: it is where the message the asker saw comes from, whether
     # or not it repeats the name of what printed it. One opening with the definition of what
     # the question asks the meaning of answers that question (below).
+    quoting = {id(group) for group in groups if holds_quoted(question.text, group[0].excerpt)}
+    defining = {id(group) for group in groups if defines_focus(question.text, group[0].excerpt)}
+
     def answers(group: list[Evidence]) -> bool:
-        if holds_quoted(question.text, group[0].excerpt):
+        if id(group) in quoting:
             return True
         if not pool.names_subject(group[0]):
             return False
-        if _best_relevance(group) >= _RELEVANT_BP or defines_focus(question.text, group[0].excerpt):
+        if _best_relevance(group) >= _RELEVANT_BP or id(group) in defining:
             return True
         return any(
             pool.relevance(item) >= SUPPORTS_RELEVANCE
@@ -327,10 +330,7 @@ def _choose(
     # For a question asking what something is, a quotation opening with its definition (a
     # short subject naming it, then the copula) is the answer, as in the selector
     # (:func:`research.engine.answer_order.defines_focus`): it comes next, whatever words
-    # of the question other quotations repeat.
-    quoting = {id(group) for group in groups if holds_quoted(question.text, group[0].excerpt)}
-    defining = {id(group) for group in groups if defines_focus(question.text, group[0].excerpt)}
-
+    # of the question other quotations repeat (``quoting`` and ``defining``, above).
     def lead(group: list[Evidence]) -> tuple[bool, bool]:
         return id(group) not in quoting, id(group) not in defining
 

@@ -10,6 +10,7 @@ and a BM25 index over the passages with their headings. Paragraphs planted to st
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import bm25s
 
@@ -181,6 +182,14 @@ class PassagePage:
     def first(self, index: int) -> int:
         """The page's own segment a unit starts with (the segment itself for a single one)."""
         return self.members.get(index, (index,))[0]
+
+    @cached_property
+    def _window_openers(self) -> frozenset[int]:
+        return frozenset(members[0] for members in self.members.values())
+
+    def opens_window(self, index: int) -> bool:
+        """Whether segment ``index`` is the first sentence of a window of several."""
+        return index in self._window_openers
 
     def dangling(self, index: int) -> bool:
         """Whether the unit opens by pointing back to a sentence it cannot be quoted with: a

@@ -39,7 +39,6 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from research.engine.answer_order import DEFINIENDUM_TERMS
 from research.engine.contracts import EXCERPT_MAX_CHARS, Block
 from research.engine.question_terms import (
     _QUANTITY,
@@ -48,6 +47,7 @@ from research.engine.question_terms import (
     answer_shape,
     answer_type_terms,
     holds_phrase,
+    opens_with_definition,
     question_kind,
     question_terms,
     quoted_phrases,
@@ -92,7 +92,7 @@ W_PHRASE = 0.1
 # itself: it is the definition's own shape, and it must lift the passage defining the thing
 # asked about over the passages that hold a copula and more of the question's words.
 W_DEFINIENDUM = 0.15
-# A definiendum is a noun phrase of at most DEFINIENDUM_TERMS content words (answer_order).
+# A definiendum is a noun phrase of at most DEFINIENDUM_TERMS content words (question_terms).
 # The share a title term counts for in every passage: most of a full match, because every
 # sentence of a page about a named thing is about it (passage retrieval interpolates a
 # passage's score with its document's, Callan, SIGIR 1994); less than a full one, so the
@@ -270,8 +270,6 @@ def _score_question(
         scores[index] = max((scores[i] for i in unit if i in scores), default=0.0)
     phrases = quoted_phrases(question.text)
     procedure = kind.kind == "procedure"
-    # The sentences that open a unit of several sentences.
-    opens_unit = {members[0] for members in page.members.values()}
     for index in [*page.usable, *page.members]:
         segment = page.segments[index]
         passage = page.passage(index)
@@ -290,9 +288,9 @@ def _score_question(
         if quotes:
             value += W_PHRASE
         defines = (
-            kind.kind == "definition" and shape is not None and _defines(shape, passage, focus)
+            kind.kind == "definition" and shape is not None and opens_with_definition(passage, (shape,), focus)
         )
-        if defines and index not in opens_unit:
+        if defines and not page.opens_window(index):
             # A definition is quoted with the sentences after it in its block (below): the
             # sentence alone, when it opens a window, is no definition's whole.
             value += W_DEFINIENDUM
@@ -314,16 +312,6 @@ def _score_question(
     return kept, {i: (1 - W_BM25) * v + lift.get(i, 0.0) for i, v in kept.items()}
 
 
-def _defines(shape: re.Pattern[str], passage: str, focus: set[str]) -> bool:
-    """Whether ``passage`` opens with a definition of what the question asks about: a short
-    subject holding a term of its focus, then the copula."""
-    copula = shape.search(passage)
-    if copula is None:
-        return False
-    subject = content_terms(passage[: copula.start()])
-    return 0 < len(subject) <= DEFINIENDUM_TERMS and bool(focus & set(subject))
-
-
 def _definition_lead(
     page: PassagePage, question: QuestionText, ordered: Sequence[int]
 ) -> list[int]:
@@ -333,12 +321,12 @@ def _definition_lead(
     shape = answer_shape(kind)
     if kind.kind != "definition" or shape is None:
         return []
-    opens_unit = {members[0] for members in page.members.values()}
     _, focus = question_terms(question.text, page.topic_terms)
     return [
         index
         for index in ordered
-        if index not in opens_unit and _defines(shape, page.passage(index), focus)
+        if not page.opens_window(index)
+        and opens_with_definition(page.passage(index), (shape,), focus)
     ][:1]
 
 
