@@ -388,6 +388,34 @@ def split_context(objective: str) -> tuple[str, str]:
     return " ".join(context), " ".join(sentences)
 
 
+# "After a checkout Quill tells me I am in 'safe mode'": a statement reporting what a program
+# (or a page, a person) says is about the reported clause, and what comes before the
+# reporting verb is the situation it was said in. The reported clause is the statement's
+# focus (Moldovan et al., "The structure and performance of an open-domain question answering
+# system", ACL 2000: a question's focus is the entity or state it asks about, and its other
+# words are context); the situation still anchors the searches through the objective
+# (search_queries), but repeated in front of every sub-question it outweighs the asked part
+# (verbose-query reduction: Kumaran & Carvalho, "Reducing long queries using query quality
+# predictors", SIGIR 2009). The reported clause must be introduced by a listener ("tells me")
+# or "that" ("says that"), so "Quill says hello" is not a report.
+_REPORTED = re.compile(
+    r"^(?P<situation>.+?)\s+(?:tells?|told|says?|said|warns?|warned|shows?|showed|reports?|"
+    r"reported|complains?|complained)\s+(?:(?:me|us|you)\s+(?:that\s+)?|that\s+)(?P<reported>\S.+)$",
+    re.IGNORECASE,
+)
+
+
+def context_focus(context: str) -> tuple[str, str]:
+    """The part of the statements before a question that every sub-question keeps, and the
+    situation they were made in: "After a checkout Quill tells me I am in 'safe mode'" →
+    ("I am in 'safe mode'", "After a checkout Quill tells me")."""
+    match = _REPORTED.match(context)
+    if not match or not content_terms(match.group("reported")):
+        return context, ""
+    reported = match.group("reported")
+    return reported[:1].upper() + reported[1:], match.group("situation")
+
+
 def _move_setting(text: str) -> str:
     """ "In Quillpad, what is X?" → "what is X in Quillpad": the setting joins the end."""
     match = _LEADING_SETTING.match(_clean(text))
@@ -396,13 +424,16 @@ def _move_setting(text: str) -> str:
     return f"{match.group('rest').rstrip(' ?')} {match.group('lead')[:1].lower()}{match.group('lead')[1:]}"
 
 
-def _with_context(question: SubQuestion, context: str) -> SubQuestion:
+def _with_context(question: SubQuestion, context: str, situation: str = "") -> SubQuestion:
     if not context:
         return question
     text = question.text
+    rationale = question.rationale
+    if situation:
+        rationale = f"{rationale} Asked in this situation: {situation}."
     return SubQuestion(
         f"{context}: {text[:1].lower()}{text[1:]}",
-        question.rationale,
+        rationale,
         question.priority,
         question.requires_primary,
     )
@@ -411,6 +442,7 @@ def _with_context(question: SubQuestion, context: str) -> SubQuestion:
 def decompose(objective: str, *, limit: int = 6) -> Decomposition:
     """Break ``objective`` into at most ``limit`` sub-questions (at least one)."""
     context, asked = split_context(objective)
+    context, situation = context_focus(context)
     asked = _move_setting(asked)
     parts = split_parts(asked, keep_bare=True) or [_clean(asked)]
     subject = find_subject(parts[0])
@@ -458,7 +490,7 @@ def decompose(objective: str, *, limit: int = 6) -> Decomposition:
             f"The {wh} part of the question." if wh and len(parts) > 1 else "The question as asked."
         )
         questions.append(SubQuestion(question, reason))
-    questions = [_with_context(question, context) for question in questions]
+    questions = [_with_context(question, context, situation) for question in questions]
     unique: list[SubQuestion] = []
     for question in questions:
         # The same words asked with another wh-word ("Why is X free?" after "Is X free?") is

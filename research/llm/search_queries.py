@@ -63,6 +63,23 @@ def _query_words(text: str) -> list[str]:
     return words
 
 
+# The anchored search keeps the question's names past its cut: a word spelled with a capital or as code
+# ("Quill", "HEAD", "Pool.take") names the product or the thing asked about, the most specific
+# term a search has (key-concept selection in verbose queries: Bendersky & Croft, "Discovering
+# key concepts in verbose queries", SIGIR 2008, weigh proper nouns and capitalisation). Cut at
+# the first few words, a question that ends "… in Quill" loses the one word that keeps the
+# search inside Quill's documentation, and its results are pages of other products that share
+# the common words ("big text file"). The subject-only second search stays as it is: adding a
+# name there ("… lives RAM") moved a tune task's answer page out of its results.
+_CODE_MARK = re.compile(r'[\d._:()<>\[\]#+/]|^"?-')
+
+
+def _shortened(words: list[str], count: int) -> list[str]:
+    """The first ``count`` of ``words``, then the names among the rest."""
+    names = [word for word in words[count:] if word != word.lower() or _CODE_MARK.search(word)]
+    return [*words[:count], *names]
+
+
 def search_queries(
     question: str, *, objective: str = "", requires_primary: bool = False
 ) -> list[str]:
@@ -93,5 +110,5 @@ def search_queries(
             queries.append(f"{base} {expansion}")
     anchor = [word for word in _query_words(objective) if stem(fold(word)) not in present][:3]
     if anchor:
-        queries.append(" ".join([*words[:6], *anchor]))
+        queries.append(" ".join([*_shortened(words, 6), *anchor]))
     return [query[:300] for query in dict.fromkeys(q.strip() for q in queries) if query]

@@ -246,3 +246,15 @@ def test_a_question_naming_no_answer_kind_is_searched_again_by_its_subject():
     assert search_queries(short, objective=short)[1] == "identity map SQLAlchemy definition"
     assert search_queries("Who runs Harwick Metro?")[1] == "runs Harwick Metro report"
     assert search_queries("Why do databases grow?", objective="")[1].endswith("causes")
+
+
+def test_a_shortened_search_keeps_the_names_of_the_question():
+    queries = search_queries(
+        "I need to parse a large log file one record at a time in Quill: how?",
+        objective="I need to parse a large log file one record at a time in Quill. "
+        "Which built-in module does that and how?",
+    )
+    # the anchored search (its last) stays inside Quill's documentation
+    assert len(queries) == 3
+    assert "Quill" in queries[-1].split()
+    assert "built-in" in queries[-1].split()

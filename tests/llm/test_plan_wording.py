@@ -195,3 +195,19 @@ def test_a_connective_asking_the_converse_is_no_search_word():
     ):
         words = " ".join(search_queries(question, objective=question)).casefold().split()
         assert not {"way", "round", "vice", "versa"} & set(words)
+
+
+def test_a_reported_statement_keeps_its_clause_and_leaves_the_situation_out():
+    question = (
+        "After a checkout of an old label Quill tells me I am in 'loose mode'. Why, and will I "
+        "lose the drafts I save there?"
+    )
+    plan = decompose(question)
+    assert [sub.text for sub in plan.questions] == [
+        "I am in 'loose mode': why?",
+        "I am in 'loose mode': will I lose the drafts I save there?",
+    ]
+    assert all("checkout of an old label" in sub.rationale for sub in plan.questions)
+    # a statement reporting nothing stays whole, and "says hello" reports no clause
+    assert _texts("Ferrite says hello on start. Why?") == ["Ferrite says hello on start: why?"]
+    assert _texts("The Zircon docs say that pools are shared. Why?") == ["Pools are shared: why?"]
