@@ -439,9 +439,7 @@ def test_a_strong_match_of_the_quoted_error_does_not_cut_the_passages_saying_wha
 error[Q0101]: read of moved handle `h1`
   h2 = h1 moved the handle here</pre>
 <p>Assignment moves the handle, so h1 is no longer valid once h2 holds it.</p>
-<p>If the two names must both stay usable, duplicate the handle first.</p>
-<pre>h2 = h1.duplicate()
-print(h1, h2)</pre>
+<p>To keep using h1, duplicate the handle before the assignment.</p>
 <p>Handles are cheap to pass around inside one task.</p>
 </main></body></html>"""
     page = extract_html(html, url="https://docs.example.org/handles")
@@ -454,4 +452,4 @@ print(h1, h2)</pre>
     )
     quoted = [page.text[p.start : p.end] for p in passages]
     assert any("error[Q0101]" in excerpt for excerpt in quoted)
-    assert any("h1.duplicate()" in excerpt for excerpt in quoted)
+    assert any("duplicate the handle before" in excerpt for excerpt in quoted)
