@@ -226,19 +226,43 @@ def plain_words(texts: Iterable[str]) -> frozenset[str]:
     )
 
 
+# A name written as a call in a question ("create_engine()", "Pool.take()"): the question
+# names an API function, and a function is documented by its project's reference, where it
+# is named far below the page's opening (the opening says what the page is about, "Engine
+# Configuration", and the function comes in the second section).
+_CALL = re.compile(_WORD.pattern + r"\(")
+
+
+def call_names(texts: Iterable[str]) -> frozenset[str]:
+    """The functions the texts name as calls (``_CALL``), folded as names are."""
+    return frozenset(
+        _fold(match.group(0)[:-1])
+        for text in texts
+        for match in _CALL.finditer(text)
+        if match.group(0)[:-1].lower() not in STOP_WORDS and len(match.group(0)) > 2
+    )
+
+
 class Subjects(frozenset[str]):
     """A plan's subject names (a frozenset of folded names); as ``quotations``, the folded
-    passages its wording quotes; as ``words``, all its words (:func:`plain_words`)."""
+    passages its wording quotes; as ``words``, all its words (:func:`plain_words`); as
+    ``calls``, the functions it names as calls (:func:`call_names`)."""
 
     quotations: frozenset[str]
     words: frozenset[str]
+    calls: frozenset[str]
 
     def __new__(
-        cls, names: Iterable[str], quoted: Iterable[str] = (), words: Iterable[str] = ()
+        cls,
+        names: Iterable[str],
+        quoted: Iterable[str] = (),
+        words: Iterable[str] = (),
+        calls: Iterable[str] = (),
     ) -> "Subjects":
         subjects = super().__new__(cls, names)
         subjects.quotations = frozenset(quoted)
         subjects.words = frozenset(words)
+        subjects.calls = frozenset(calls)
         return subjects
 
 
@@ -249,7 +273,10 @@ def plan_subjects(plan: ResearchPlan) -> Subjects:
     words (:func:`plain_words`)."""
     texts = [plan.objective, *plan.scope.included_topics, *(q.text for q in plan.questions)]
     return Subjects(
-        subject_names(texts) | command_names(texts), quotations(texts), plain_words(texts)
+        subject_names(texts) | command_names(texts),
+        quotations(texts),
+        plain_words(texts),
+        call_names(texts),
     )
 
 
@@ -296,9 +323,7 @@ def _own_words(text: str) -> bool:
     """Whether folded ``text`` is made of own-site words and version marks only ("" is)."""
     if not text or text.isdigit():
         return True
-    return any(
-        text.startswith(word) and _own_words(text[len(word) :]) for word in _OWN_SITE_WORDS
-    )
+    return any(text.startswith(word) and _own_words(text[len(word) :]) for word in _OWN_SITE_WORDS)
 
 
 def _address_subject(label: str, subjects: Collection[str]) -> str | None:
@@ -401,6 +426,16 @@ def _documented_subject(
                 f"the site presents itself as {project!r}'s own documentation and the page "
                 f"documents {subject!r}, a subject of the question."
             )
+    # A function the question names as a call is documented wherever the page names it: a
+    # reference page's opening introduces its topic, and the function comes further down.
+    calls = getattr(subjects, "calls", frozenset())
+    if calls:
+        named = {_fold(match.group(0)) for match in _WORD.finditer(document.text)}
+        for call in sorted(calls & named):
+            return call, (
+                f"the site presents itself as {project!r}'s own documentation and the page "
+                f"documents {call!r}, a function the question names."
+            )
     quoted = getattr(subjects, "quotations", frozenset())
     if quoted and any(passage in fold_name(document.text) for passage in quoted):
         return project, (
@@ -469,7 +504,8 @@ def first_party_subject(document: SourceDocument, subjects: Collection[str]) -> 
     name that spells one is a name followed by own-site words (``tarn-lang.org``, "Quill
     Documentation") — and the page's title or opening (``LEAD_CHARS``) names the subject, or
     the page quotes a passage the question quotes (``Subjects.quotations``; the subject is
-    then the project), or the question names that project in any case (``Subjects.words``): a
+    then the project), or the page names anywhere a function the question writes as a call
+    (``Subjects.calls``), or the question names that project in any case (``Subjects.words``): a
     project's documentation documents its own tools, options and error messages, which a
     question may name without naming the project, or name in lower case. The final and the
     canonical address must agree on the site.
@@ -502,5 +538,6 @@ def with_first_party(
 def is_first_party(quality: SourceQuality | None) -> bool:
     """Whether ``quality`` carries the first-party heuristic's label."""
     return bool(quality) and any(
-        note.startswith(FIRST_PARTY_NOTE_PREFIX) for note in quality.notes  # type: ignore[union-attr]
+        note.startswith(FIRST_PARTY_NOTE_PREFIX)
+        for note in quality.notes  # type: ignore[union-attr]
     )

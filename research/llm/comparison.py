@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from research.llm.wording import AUX as _AUX
 from research.llm.wording import COMPARATIVES as _COMPARATIVES
+from research.llm.wording import CONVERSE as _CONVERSE
 from research.llm.wording import FACET_PREPOSITION as _FACET_PREPOSITION
 from research.llm.wording import WH as _WH
 from research.llm.wording import (
@@ -81,6 +82,10 @@ class Comparison:
     # The question as asked, when it is itself the comparison ("Should I use X or Y to…?",
     # "X vs Y: which one uses fewer queries?").
     asked: str = ""
+    # "What does X do that Y doesn't?": the verb asked of each side ("do"). The question asked
+    # of each side covers "and the other way round" too (the swapped question has the same
+    # terms and searches).
+    action: str = ""
 
     @property
     def topics(self) -> list[str]:
@@ -169,7 +174,18 @@ def _bare(item: str) -> str:
     return re.sub(r"^(?:the|a|an)\s+", "", item, flags=re.IGNORECASE)
 
 
+_NEGATED_AUX = (
+    r"(?:doesn't|does\s+not|don't|do\s+not|can't|cannot|can\s+not|didn't|did\s+not|won't|"
+    r"will\s+not)"
+)
 _PATTERNS = (
+    # "What does X do that Y doesn't": what one side has and the other lacks (a contrast of two
+    # things, asked of one side; "and the other way round" asks it of the other too).
+    (
+        "contrast",
+        r"^what\s+(?P<aux>does|do|can|did|will)\s+(?P<a>.+?)\s+(?P<verb>do|offer|provide|give|"
+        rf"support|have|handle|cover|allow)\s+that\s+(?P<b>.+?)\s+(?P<neg>{_NEGATED_AUX})$",
+    ),
     (
         "adjective",
         rf"^(?:which|what)\s+(?:one\s+)?(?:is|are|was|were)\s+(?P<adj>{_ADJECTIVE})"
@@ -177,8 +193,11 @@ _PATTERNS = (
     ),
     # "Is X safer than Y": a comparative with "than" compares two things on that quality.
     ("adjective", rf"^{_AUX}\s+(?P<a>.+?)\s+(?P<adj>{_ADJECTIVE})\s+than\s+(?P<b>.+?)$"),
-    ("adjective", rf"^(?:is|are|was|were)\s+(?P<a>.+?)\s+or\s+(?P<b>.+?)\s+(?P<adj>{_ADJECTIVE})"
-     r"(?P<rest>\s+(?:for|to|when|if|in|on)\s.+)?$"),
+    (
+        "adjective",
+        rf"^(?:is|are|was|were)\s+(?P<a>.+?)\s+or\s+(?P<b>.+?)\s+(?P<adj>{_ADJECTIVE})"
+        r"(?P<rest>\s+(?:for|to|when|if|in|on)\s.+)?$",
+    ),
     (
         "compare",
         rf"^(?:{_WH}\s+(?:{_AUX}\s+)?)?(?P<a>.+?)\s+(?:compare|compares|stack up|measure up)\s+"
@@ -232,6 +251,8 @@ def _rest_parts(rest: str) -> tuple[str, str, str, str]:
 def find_comparison(part: str, *, subject: str = "") -> Comparison | None:
     """Recognise a comparison in one question part, or return ``None``."""
     text = clean(part)
+    # "…, and vice versa": each side gets its own question anyway.
+    text = clean(_CONVERSE.sub("", text))
     facet_tail = rf"(?:\s+(?P<prep>{_FACET_PREPOSITION})\s+(?P<facets>.+))?"
     for kind, pattern in _PATTERNS:
         match = re.match(pattern.replace("{facets}", facet_tail), text, re.IGNORECASE)
@@ -283,7 +304,8 @@ def find_comparison(part: str, *, subject: str = "") -> Comparison | None:
             a = natural_case(a)
             a, distributed_b = _distribute(a, b)
             distributed = distributed_b != b
-        if kind == "choice":
+        action = groups["verb"] if kind == "contrast" else ""
+        if kind in ("choice", "contrast"):
             asked = text
         elif asked:
             asked = f"{asked}, {a} or {b}"
@@ -299,6 +321,7 @@ def find_comparison(part: str, *, subject: str = "") -> Comparison | None:
             condition=condition,
             choice=_CHOICE_VERBS.get((groups.get("verb") or "").casefold(), ""),
             asked=asked,
+            action=action,
         )
     return None
 
@@ -331,6 +354,8 @@ def _plural(item: str) -> bool:
 def _side_question(comparison: Comparison, item: str, tail: str) -> str:
     facets = comparison.facets
     does = "do" if _plural(item) else "does"
+    if comparison.action:
+        return f"What {does} {item} {comparison.action}{tail}"
     if comparison.adjective:
         verb = "are" if _plural(item) else "is"
         return f"How {_base_adjective(comparison.adjective)} {verb} {item}{tail}"

@@ -359,16 +359,32 @@ _LEADING_SETTING = re.compile(
 )
 
 
+# "Quill tasks are retried by default, so what do I gain from…?": a statement joined to the
+# question by a connective is context, as a sentence before the question is; the statement
+# opens with no question word and has a verb of its own (an auxiliary: "are", "is", "has").
+_JOINED_STATEMENT = re.compile(
+    rf"^(?P<statement>(?!(?:{_WH}|{_AUX}|{_IMPERATIVE})\b)[^,?]*?\b{_AUX}\b[^,?]*?),\s+"
+    rf"(?:so|but|yet|then)\s+(?P<question>(?:{_WH}|{_AUX})\b.+)$",
+    re.IGNORECASE,
+)
+
+
 def split_context(objective: str) -> tuple[str, str]:
     """Statements before the question ("My script fails with … . What does that mean?") and
     the question itself. The statements are context every sub-question keeps, since the
     question ("what does that mean", "why") means nothing without them."""
-    sentences = _SENTENCE_BREAK.split(_clean(objective) + ("?" if objective.rstrip().endswith("?") else ""))
+    sentences = _SENTENCE_BREAK.split(
+        _clean(objective) + ("?" if objective.rstrip().endswith("?") else "")
+    )
     context: list[str] = []
     while len(sentences) > 1 and not sentences[0].rstrip().endswith("?"):
         if _QUESTION_START.match(sentences[0]):
             break
         context.append(sentences.pop(0).rstrip(" ."))
+    joined = _JOINED_STATEMENT.match(sentences[0]) if len(sentences) == 1 else None
+    if joined:
+        context.append(joined.group("statement"))
+        sentences = [joined.group("question")]
     return " ".join(context), " ".join(sentences)
 
 
@@ -385,7 +401,9 @@ def _with_context(question: SubQuestion, context: str) -> SubQuestion:
         return question
     text = question.text
     return SubQuestion(
-        f"{context}: {text[:1].lower()}{text[1:]}", question.rationale, question.priority,
+        f"{context}: {text[:1].lower()}{text[1:]}",
+        question.rationale,
+        question.priority,
         question.requires_primary,
     )
 
@@ -413,7 +431,9 @@ def decompose(objective: str, *, limit: int = 6) -> Decomposition:
                 questions.append(SubQuestion(why, "The why part of the question."))
             continue
         # With statements before the question, every part keeps them: "it" reads as asked.
-        part = _resolve_references(raw_part, subject, parts[0]) if index and not context else raw_part
+        part = (
+            _resolve_references(raw_part, subject, parts[0]) if index and not context else raw_part
+        )
         comparison = find_comparison(raw_part if index else part, subject=subject.measure)
         if comparison is not None:
             compared = (comparison, raw_part if index else part)

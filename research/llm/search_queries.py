@@ -9,6 +9,7 @@ the overall objective (see its docstring). The plan itself is :mod:`research.llm
 import re
 
 from research.engine.text import QUESTION_FILLER, fold, keywords, stem, word_set
+from research.llm.wording import CONVERSE
 
 _QUERY_WORDS = 10
 # Words of the shorter second search a question without a telling answer kind gets: a
@@ -48,10 +49,12 @@ _DEFINITION = re.compile(r"^what (?:is|are)\b", re.I)
 def _query_words(text: str) -> list[str]:
     """The question's keywords as spelled, once per stem. A lone lower-case letter ("v" of
     "when v is a list") says nothing to a search; an option is quoted ("--force"), since a
-    search engine reads a leading minus as "without"."""
+    search engine reads a leading minus as "without"; a connective such as "vice versa" names
+    no topic and is left out."""
     words: list[str] = []
     stems: set[str] = set()
-    for word in keywords(text, drop=_QUERY_DROP):
+    # "…, and the other way round": a connective, not a topic (wording.CONVERSE).
+    for word in keywords(CONVERSE.sub("", text), drop=_QUERY_DROP):
         key = stem(fold(word))
         if key in stems or (len(word) == 1 and word.islower()):
             continue

@@ -14,6 +14,14 @@ from research.engine.text import word_set
 WH = r"(?:what|why|how|when|where|who|whom|whose|which|whether)"
 AUX = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|might|may)"
 FACET_PREPOSITION = r"(?:on|in terms of|regarding|with respect to|when it comes to|for|across)"
+# "…, and the other way round?", "…, or vice versa?": a connective asking the same question with
+# the two sides swapped. It names no topic, so it is no search word either (a search for
+# "… way round" read a page about a protocol's round trips).
+CONVERSE = re.compile(
+    r"\s*,?\s*(?:(?:and|or)\s+)?(?:the\s+other\s+way\s+a?round|vice\s+versa|conversely)"
+    r"(?=\s*[?.!]*\s*$)",
+    re.IGNORECASE,
+)
 LIST_SPLIT = re.compile(r"\s*(?:,\s*(?:and|or)\s+|,\s*|\s+and\s+|\s+or\s+|\s*&\s*|\s*/\s*)")
 
 

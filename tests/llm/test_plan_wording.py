@@ -156,3 +156,42 @@ def test_listed_items_do_not_repeat_the_preposition_or_take_a_second_predicate()
     assert _texts(
         "How can I open a database that lives only in memory and never touches the disk?"
     ) == ["How can I open a database that lives only in memory and never touches the disk?"]
+
+
+def test_a_statement_joined_by_so_is_context_not_a_malformed_question():
+    texts = _texts(
+        "Ferrite variables are immutable by default, so what do I gain from declaring a "
+        "const instead of a plain let?"
+    )
+    assert texts == [
+        "Ferrite variables are immutable by default: what do I gain from declaring a const "
+        "instead of a plain let?"
+    ]
+    assert _texts("Quill pools are shared, but why does Zircon lock them?") == [
+        "Quill pools are shared: why does Zircon lock them?"
+    ]
+    # a question before the connective is no statement
+    assert not split_context("What is Quill, so what?")[0]
+
+
+def test_what_one_side_does_that_the_other_does_not_is_asked_of_each_side():
+    texts = _texts("What does Pool.drain() do that Pool.close() doesn't, and the other way round?")
+    assert texts == [
+        "What does Pool.drain() do?",
+        "What does Pool.close() do?",
+        "What does Pool.drain() do that Pool.close() doesn't?",
+    ]
+    assert _texts("How does Ferrite differ from Zircon, and vice versa?")[-1] == (
+        "How does Ferrite differ from Zircon?"
+    )
+
+
+def test_a_connective_asking_the_converse_is_no_search_word():
+    from research.llm.search_queries import search_queries
+
+    for question in (
+        "Why does Quill retry a job and the other way round?",
+        "Does Ferrite lock Zircon tables, or vice versa?",
+    ):
+        words = " ".join(search_queries(question, objective=question)).casefold().split()
+        assert not {"way", "round", "vice", "versa"} & set(words)
