@@ -68,10 +68,11 @@ def unanswered(
     value = wanted_value(question)
     focus = question_terms(question)[1]
 
+    # What is asked of the subject may stand in the passage's page title or address, as its
+    # subject may: a passage is read in its document's context (Callan, SIGIR 1994), and a
+    # title page's "this version of the text assumes …" speaks of the book its address names.
     def speaks_to_focus(item: Evidence) -> bool:
-        return not focus or bool(
-            focus & set(content_terms(f"{item.excerpt} {item.locator.heading or ''}"))
-        )
+        return not focus or bool(focus & set(content_terms(said(item, sources))))
 
     # The value must stand in a quotation about the subject and about what is asked of it: a
     # date in a passage about another product, or a year in a passage about the lake's

@@ -390,6 +390,14 @@ def entity_terms(question: str) -> frozenset[str]:
     return frozenset(term for name in names for term in content_terms(name))
 
 
+# The asker's own verbs of seeing and needing and the "going" of "going to" ("How can I see
+# the SQL … is going to produce?", "Which version do I need?"): they say what the asker does,
+# not what the page is about, and a page holding the answer rarely repeats them (the words
+# the searches drop too, research/llm/search_queries.py). Closed: perception, necessity and
+# the periphrastic future, no subject's vocabulary.
+ASKER_WORDS = word_set("""going see need""")
+
+
 def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str, float], set[str]]:
     """The weighted terms of a question and its focus.
 
@@ -404,7 +412,7 @@ def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str
     """
     names = entity_terms(question)
     answer_types = answer_type_terms(question)
-    filler = question_filler(question)
+    filler = question_filler(question) | ASKER_WORDS
     sequence = content_terms(question, drop=filler)
     parts = name_part_terms(question, drop=filler)
     query = {

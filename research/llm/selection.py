@@ -270,6 +270,7 @@ def _score_question(
         scores[index] = max((scores[i] for i in unit if i in scores), default=0.0)
     phrases = quoted_phrases(question.text)
     procedure = kind.kind == "procedure"
+    quoting: set[int] = set()
     for index in [*page.usable, *page.members]:
         segment = page.segments[index]
         passage = page.passage(index)
@@ -287,6 +288,7 @@ def _score_question(
             value += W_SHAPE
         if quotes:
             value += W_PHRASE
+            quoting.add(index)
         defines = (
             kind.kind == "definition" and shape is not None and opens_with_definition(passage, (shape,), focus)
         )
@@ -307,8 +309,13 @@ def _score_question(
             relevance[index] = value
             lift[index] = W_BM25 * (scores[index] / top if top > 0 else 0.0)
     _follow_announcements(page, relevance, procedure=procedure)
-    best = max(relevance.values(), default=0.0)
-    kept = {i: v for i, v in relevance.items() if v >= RELATIVE_FLOOR * best}
+    # A passage holding the string the question quotes is what the asker saw (the error
+    # printed, the message logged), the question's setting rather than its answer: the bar the
+    # other passages must reach is set by the best of them, so a strong phrase match does not
+    # cut the passages saying what to do about it. It is kept on its own score.
+    others = [v for i, v in relevance.items() if i not in quoting]
+    best = max(others or relevance.values(), default=0.0)
+    kept = {i: v for i, v in relevance.items() if i in quoting or v >= RELATIVE_FLOOR * best}
     return kept, {i: (1 - W_BM25) * v + lift.get(i, 0.0) for i, v in kept.items()}
 
 

@@ -151,3 +151,12 @@ def test_alike_passages_with_different_figures_are_both_selected() -> None:
     quoted = [text[p.start : p.end] for p in select_passages(text, [question])]
     assert any("90 days" in passage for passage in quoted)
     assert any("30 days" in passage for passage in quoted)
+
+
+def test_the_askers_own_verbs_are_no_terms_of_the_question() -> None:
+    from research.engine.question_terms import question_terms
+
+    query, focus = question_terms("How can I see the SQL a Quill query is going to produce?")
+    assert {"see", "go"}.isdisjoint(query)
+    assert "produc" in focus
+    assert "need" not in question_terms("Which Ferrite version do I need for the book?")[0]

@@ -426,3 +426,30 @@ def test_the_room_a_question_leaves_unused_goes_to_the_others():
     quoted = [text[p.start : p.end] for p in passages]
     assert len(quoted) == 3 and all("crossing" in excerpt for excerpt in quoted)
     assert all(p.question_ids == ("q1",) for p in passages)
+
+
+def test_a_strong_match_of_the_quoted_error_does_not_cut_the_passages_saying_what_to_do():
+    from research.llm.selection import QuestionText, select_passages
+    from research.sources.extract_html import extract_html
+
+    html = b"""<html><head><title>Handles in Quill</title></head><body><main>
+<h1>Handles in Quill</h1>
+<p>Using a handle after it was assigned to another name fails:</p>
+<pre>quill run
+error[Q0101]: read of moved handle `h1`
+  h2 = h1 moved the handle here</pre>
+<p>Assignment moves the handle, so h1 is no longer valid once h2 holds it.</p>
+<p>To keep using h1, duplicate the handle before the assignment.</p>
+<p>Handles are cheap to pass around inside one task.</p>
+</main></body></html>"""
+    page = extract_html(html, url="https://docs.example.org/handles")
+    question = (
+        'After h2 = h1, using h1 gives "error[Q0101]: read of moved handle": '
+        "how can I keep using both handles?"
+    )
+    passages = select_passages(
+        page.text, [QuestionText("q1", question)], title=page.title, blocks=page.blocks
+    )
+    quoted = [page.text[p.start : p.end] for p in passages]
+    assert any("error[Q0101]" in excerpt for excerpt in quoted)
+    assert any("duplicate the handle before" in excerpt for excerpt in quoted)

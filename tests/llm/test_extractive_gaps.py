@@ -106,3 +106,14 @@ def test_a_release_of_a_name_the_question_names_is_no_count():
     assert _gaps(question, excerpt) == [f"No quoted excerpt states a figure for: {question}"]
     # A figure beside the release still counts.
     assert _gaps(question, "Zircon 2.6 development had 41,000 commits in its repository.") == []
+
+
+def test_what_is_asked_may_stand_in_the_page_address_of_the_quotation():
+    from research.engine.gaps import unanswered
+
+    question = "Which Ferrite version do I need for the examples in the Ferrite book?"
+    item = make_evidence("e1", "This text assumes you are using Ferrite 2.4 or later.", "q1")
+    elsewhere = {"s1": SourceSummary(id="s1", title="Ferrite", url="https://ferrite.dev/")}
+    on_the_book = {"s1": SourceSummary(id="s1", title="Ferrite", url="https://ferrite.dev/book/")}
+    assert unanswered(question, [item], elsewhere).startswith("No quoted excerpt states")
+    assert unanswered(question, [item], on_the_book) == ""
