@@ -235,12 +235,8 @@ _CALL = re.compile(_WORD.pattern + r"\(")
 
 def call_names(texts: Iterable[str]) -> frozenset[str]:
     """The functions the texts name as calls (``_CALL``), folded as names are."""
-    return frozenset(
-        _fold(match.group(0)[:-1])
-        for text in texts
-        for match in _CALL.finditer(text)
-        if match.group(0)[:-1].lower() not in STOP_WORDS and len(match.group(0)) > 2
-    )
+    names = (match.group(0)[:-1] for text in texts for match in _CALL.finditer(text))
+    return frozenset(_fold(name) for name in names if name.lower() not in STOP_WORDS and len(name) > 1)
 
 
 class Subjects(frozenset[str]):
@@ -431,7 +427,8 @@ def _documented_subject(
     calls = getattr(subjects, "calls", frozenset())
     if calls:
         named = {_fold(match.group(0)) for match in _WORD.finditer(document.text)}
-        for call in sorted(calls & named):
+        call = min(calls & named, default=None)
+        if call is not None:
             return call, (
                 f"the site presents itself as {project!r}'s own documentation and the page "
                 f"documents {call!r}, a function the question names."

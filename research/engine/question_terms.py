@@ -392,8 +392,8 @@ def entity_terms(question: str) -> frozenset[str]:
 
 # The asker's own verbs of seeing and needing and the "going" of "going to" ("How can I see
 # the SQL … is going to produce?", "Which version do I need?"): they say what the asker does,
-# not what the page is about, and a page holding the answer rarely repeats them (the words
-# the searches drop too, research/llm/search_queries.py). Closed: perception, necessity and
+# not what the page is about, and a page holding the answer rarely repeats them (the searches
+# drop them too, research/llm/search_queries.py). Closed: perception, necessity and
 # the periphrastic future, no subject's vocabulary.
 ASKER_WORDS = word_set("""going see need""")
 

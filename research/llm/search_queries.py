@@ -8,6 +8,7 @@ the overall objective (see its docstring). The plan itself is :mod:`research.llm
 
 import re
 
+from research.engine.question_terms import ASKER_WORDS
 from research.engine.text import QUESTION_FILLER, fold, keywords, stem, word_set
 from research.llm.wording import CONVERSE
 
@@ -19,11 +20,16 @@ _QUERY_WORDS = 10
 _SHORT_QUERY_WORDS = 4
 # Besides the templates' filler: contractions and vague words a question carries ("won't",
 # "something", "a lot of", "going to") that no page about the answer needs to contain, and
-# the asker's own verbs ("how can I see…", "do I need…"): they say what the asker does, not
-# what the page is about, and a page holding the answer rarely repeats them.
-_QUERY_DROP = QUESTION_FILLER | word_set(
-    """known case context number amount since won't can't doesn't didn't couldn't shouldn't
-    wouldn't haven't hasn't something anything someone anyone lot lots going see need"""
+# the asker's own verbs ("how can I see…", "do I need…", question_terms.ASKER_WORDS): they say
+# what the asker does, not what the page is about, and a page holding the answer rarely
+# repeats them.
+_QUERY_DROP = (
+    QUESTION_FILLER
+    | ASKER_WORDS
+    | word_set(
+        """known case context number amount since won't can't doesn't didn't couldn't shouldn't
+        wouldn't haven't hasn't something anything someone anyone lot lots"""
+    )
 )
 # A word for the kind of answer the question asks, first match wins (answer-type query
 # expansion: Li & Roth, "Learning question classifiers", COLING 2002, for the kinds). A
