@@ -94,3 +94,23 @@ def test_the_definition_of_what_is_asked_about_is_picked_first_on_a_page_rich_in
     assert any(
         text[p.start : p.end].startswith("A slow glaze kiln is a kiln") for p in passages
     )
+
+
+def test_a_quotation_takes_the_next_sentence_when_it_points_back_to_it():
+    text = (
+        "Kiln states\n\n"
+        "After a reset the kiln stands in the cold idle state. "
+        "It means simply that no firing program is loaded and the elements stay off. "
+        "The door may then be opened.\n\n"
+        "The glaze shelf holds twelve tiles."
+    )
+    question = QuestionText("q1", "Why does the kiln stand in the cold idle state after a reset?")
+    passages = select_passages(text, [question], title="Kiln states")
+    quoted = [text[p.start : p.end] for p in passages]
+
+    # The pronoun's antecedent is the quoted sentence: what follows says more of it. The
+    # sentence after that does not point back and stays out.
+    assert any(
+        q.startswith("After a reset") and q.endswith("the elements stay off.") for q in quoted
+    ), quoted
+    assert not any("door may" in q and q.startswith("After a reset") for q in quoted), quoted
