@@ -48,11 +48,12 @@ from research.engine.question_terms import (
     answer_type_terms,
     holds_phrase,
     opens_with_definition,
+    prefix_matches,
     question_kind,
     question_terms,
     quoted_phrases,
 )
-from research.engine.text import stem
+from research.engine.text import name_part_terms, stem
 from research.llm.diversity import mmr_order, near_duplicate, overlap_of
 from research.llm.passage_page import PassagePage
 from research.llm.passage_units import min_cover_proximity
@@ -100,6 +101,10 @@ W_DEFINIENDUM = 0.15
 TITLE_CREDIT = 0.7
 # An answer-type word ("date") repeated without an answer of its shape half-matches.
 NAMED_ONLY_CREDIT = 0.5
+# A question's word that only begins a passage's word (right-hand truncation, "const" of
+# "constants", PREFIX_MIN_CHARS in question_terms) half-matches too: as likely the same word
+# or its derivative as another word ("constraint"), the even odds NAMED_ONLY_CREDIT stands for.
+PREFIX_CREDIT = 0.5
 # A passage that mentions only whom the question is about, not what it asks, keeps this share:
 # enough to sink it below a passage that does, not so little that a word the stemmer fails to
 # join ("released" / "release") or a synonym the page uses removes an answer.
@@ -276,6 +281,10 @@ def _score_question(
     top = float(raw.max()) if len(raw) else 0.0
     answer_types = {term: shape for term, shape in answer_type_terms(question.text).items()}
     about_publication = bool(_ABOUT_PUBLICATION & query.keys())
+    vocabulary = {term for terms in page.own_terms.values() for term in terms}
+    prefixed = prefix_matches(
+        query.keys(), vocabulary - query.keys(), parts=name_part_terms(question.text)
+    )
     relevance: dict[int, float] = {}
     lift: dict[int, float] = {}
     scores = {index: float(raw[position]) for position, index in enumerate(page.usable)}
@@ -294,7 +303,7 @@ def _score_question(
             continue
         if not about_publication and _PUBLICATION_LINE.match(passage):
             continue
-        value = _passage_score(page, index, query, focus, kind, answer_types)
+        value = _passage_score(page, index, query, focus, kind, answer_types, prefixed)
         if shape is not None and (
             (segment.kind == "code" and procedure) or _shaped(shape, kind, page, index)
         ):
@@ -376,9 +385,12 @@ def _passage_score(
     focus: set[str],
     kind: QuestionKind,
     answer_types: dict[str, re.Pattern[str]],
+    prefixed: dict[str, frozenset[str]] | None = None,
 ) -> float:
     """The coverage, proximity and heading components of a passage's score, weighted, and
-    the share kept when it misses the question's focus."""
+    the share kept when it misses the question's focus. ``prefixed`` maps a question term to
+    the page's words it begins (:func:`research.engine.question_terms.prefix_matches`): one of
+    them in the passage matches the term at :data:`PREFIX_CREDIT`."""
     passage, heading = page.passage(index), page.segments[index].heading
     own, heading_terms = page.own_terms[index], page.heading_terms[index]
     answered = {
@@ -392,13 +404,16 @@ def _passage_score(
     partial.update(
         {term: NAMED_ONLY_CREDIT for term in answer_types.keys() - answered if term in own}
     )
+    begun = {term for term, longer in (prefixed or {}).items() if longer & own}
+    for term in begun:
+        partial[term] = max(partial.get(term, 0.0), PREFIX_CREDIT)
     coverage = page.weights.coverage(query, words, partial)
     proximity = min_cover_proximity(
         page.positions[index], [term for term in query if term not in answer_types]
     )
     in_heading = page.weights.coverage(query, heading_terms - page.topic_terms)
     value = W_COVERAGE * coverage + W_PROXIMITY * proximity + W_HEADING * in_heading
-    if focus and not focus & (own | heading_terms):
+    if focus and not focus & (own | heading_terms | begun):
         value *= OFF_FOCUS_FACTOR
     return value
 
