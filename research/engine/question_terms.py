@@ -63,6 +63,9 @@ _MAX_WEIGHT = 3.0
 # 2009; Paice's under- and over-stemming trade-off, SIGIR 1994): a shorter prefix ("set",
 # "time") begins too many unrelated words ("settings", "timeout").
 PREFIX_MIN_CHARS = 5
+# A word matched by truncation only half-matches: as likely the same word or its derivative
+# as another word ("constraint"), the even odds the selection's NAMED_ONLY_CREDIT stands for.
+PREFIX_CREDIT = 0.5
 
 # A quantity: a number that is not part of a code such as "SRC-2019-0412".
 _QUANTITY = re.compile(r"(?<![\w-])(?:\d[\d,.]*\d|\d)(?![\w-]*\d)(?!-\w)")
@@ -364,21 +367,25 @@ class TermWeights:
 
 
 def prefix_matches(
-    query: Collection[str], vocabulary: Iterable[str], *, parts: Collection[str] = ()
+    query: Collection[str], vocabulary: Iterable[str], *, whole: Collection[str] = ()
 ) -> dict[str, frozenset[str]]:
-    """The terms of ``vocabulary`` each query term is a proper prefix of (right-hand
-    truncation): only for a query term of letters, at least :data:`PREFIX_MIN_CHARS` long, that
-    the question has as a word of its own (not one of ``parts``, the parts of its compound
-    names)."""
+    """The words of ``vocabulary`` each query term is a proper prefix of (right-hand
+    truncation): a query term of letters at least :data:`PREFIX_MIN_CHARS` long, not one of
+    ``whole``, begins a longer word of letters. ``whole`` are the terms matched only as they
+    are: the question's names ("Flask" is not "Flaskr") and the parts of its compound names,
+    which are no words of the question's own. A code token ("max_buffer", "string::from") is
+    no word and is neither truncated nor matched by truncation."""
     eligible = [
         term
         for term in query
-        if len(term) >= PREFIX_MIN_CHARS and term.isalpha() and term not in parts
+        if len(term) >= PREFIX_MIN_CHARS and term.isalpha() and term not in whole
     ]
     found: dict[str, set[str]] = {}
     if not eligible:
         return {}
     for word in set(vocabulary):
+        if not word.isalpha():
+            continue
         for term in eligible:
             if len(word) > len(term) and word.startswith(term):
                 found.setdefault(term, set()).add(word)

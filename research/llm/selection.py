@@ -42,10 +42,12 @@ from dataclasses import dataclass
 from research.engine.contracts import EXCERPT_MAX_CHARS, Block
 from research.engine.question_terms import (
     _QUANTITY,
+    PREFIX_CREDIT,
     SUPPORTS_RELEVANCE,
     QuestionKind,
     answer_shape,
     answer_type_terms,
+    entity_terms,
     holds_phrase,
     opens_with_definition,
     prefix_matches,
@@ -101,10 +103,6 @@ W_DEFINIENDUM = 0.15
 TITLE_CREDIT = 0.7
 # An answer-type word ("date") repeated without an answer of its shape half-matches.
 NAMED_ONLY_CREDIT = 0.5
-# A question's word that only begins a passage's word (right-hand truncation, "const" of
-# "constants", PREFIX_MIN_CHARS in question_terms) half-matches too: as likely the same word
-# or its derivative as another word ("constraint"), the even odds NAMED_ONLY_CREDIT stands for.
-PREFIX_CREDIT = 0.5
 # A passage that mentions only whom the question is about, not what it asks, keeps this share:
 # enough to sink it below a passage that does, not so little that a word the stemmer fails to
 # join ("released" / "release") or a synonym the page uses removes an answer.
@@ -283,7 +281,9 @@ def _score_question(
     about_publication = bool(_ABOUT_PUBLICATION & query.keys())
     vocabulary = {term for terms in page.own_terms.values() for term in terms}
     prefixed = prefix_matches(
-        query.keys(), vocabulary - query.keys(), parts=name_part_terms(question.text)
+        query.keys(),
+        vocabulary - query.keys(),
+        whole=name_part_terms(question.text) | entity_terms(question.text),
     )
     relevance: dict[int, float] = {}
     lift: dict[int, float] = {}

@@ -29,9 +29,12 @@ def test_short_terms_name_parts_and_codes_are_not_truncated():
     # "time" of "timeout", "set" of "settings": too short to be distinctive.
     assert prefix_matches(["time", "set"], ["timeout", "settings"]) == {}
     # A part of a compound name ("async" of "runAsync") is not the question's own word.
-    assert prefix_matches(["async"], ["asyncio"], parts={"async"}) == {}
-    # A code token or a number is matched as it is.
+    assert prefix_matches(["async"], ["asyncio"], whole={"async"}) == {}
+    # A name is matched whole: "Flask" is not "Flaskr".
+    assert prefix_matches(["flask"], ["flaskr"], whole={"flask"}) == {}
+    # A code token or a number is matched as it is, and matched by no truncation.
     assert prefix_matches(["max_b", "12345"], ["max_buffer", "123456"]) == {}
+    assert prefix_matches(["string"], ["string::from"]) == {}
 
 
 def test_stemmer_keeps_the_abbreviation_apart():
