@@ -54,18 +54,6 @@ _MIN_PHRASE_TERMS = 2
 # Clipping of the idf: no single rare word decides everything, no common one counts for nothing.
 _MIN_WEIGHT = 0.3
 _MAX_WEIGHT = 3.0
-# Right-hand truncation (the "const*" of Boolean retrieval, Manning, Raghavan & Schütze,
-# Introduction to Information Retrieval, ch. 3) for what the stemmer leaves apart: a
-# question's word that is a proper prefix of a page's word ("const" of "constants", which
-# Snowball stems to "constant") names the same thing as often as not. Five letters, the
-# truncation length that conflates English words about as well as a stemmer does (McNamee,
-# Nicholas & Mayfield, "Addressing Morphological Variation in Alphabetic Languages", SIGIR
-# 2009; Paice's under- and over-stemming trade-off, SIGIR 1994): a shorter prefix ("set",
-# "time") begins too many unrelated words ("settings", "timeout").
-PREFIX_MIN_CHARS = 5
-# A word matched by truncation only half-matches: as likely the same word or its derivative
-# as another word ("constraint"), the even odds the selection's NAMED_ONLY_CREDIT stands for.
-PREFIX_CREDIT = 0.5
 
 # A quantity: a number that is not part of a code such as "SRC-2019-0412".
 _QUANTITY = re.compile(r"(?<![\w-])(?:\d[\d,.]*\d|\d)(?![\w-]*\d)(?!-\w)")
@@ -364,32 +352,6 @@ class TermWeights:
             elif partly_present and term in partly_present:
                 found += self.weight(term) * scale * partly_present[term]
         return found / total
-
-
-def prefix_matches(
-    query: Collection[str], vocabulary: Iterable[str], *, whole: Collection[str] = ()
-) -> dict[str, frozenset[str]]:
-    """The words of ``vocabulary`` each query term is a proper prefix of (right-hand
-    truncation): a query term of letters at least :data:`PREFIX_MIN_CHARS` long, not one of
-    ``whole``, begins a longer word of letters. ``whole`` are the terms matched only as they
-    are: the question's names ("Flask" is not "Flaskr") and the parts of its compound names,
-    which are no words of the question's own. A code token ("max_buffer", "string::from") is
-    no word and is neither truncated nor matched by truncation."""
-    eligible = [
-        term
-        for term in query
-        if len(term) >= PREFIX_MIN_CHARS and term.isalpha() and term not in whole
-    ]
-    found: dict[str, set[str]] = {}
-    if not eligible:
-        return {}
-    for word in set(vocabulary):
-        if not word.isalpha():
-            continue
-        for term in eligible:
-            if len(word) > len(term) and word.startswith(term):
-                found.setdefault(term, set()).add(word)
-    return {term: frozenset(words) for term, words in found.items()}
 
 
 def jaccard(first: Collection[str], second: Collection[str]) -> float:

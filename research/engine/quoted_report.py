@@ -43,13 +43,10 @@ from research.engine.pool_rank import PoolRanking, rank_pool
 from research.engine.question_echo import asks
 from research.engine.question_terms import (
     NEAR_DUPLICATE,
-    PREFIX_CREDIT,
     SUPPORTS_RELEVANCE,
     TermWeights,
     answer_type_terms,
-    entity_terms,
     jaccard,
-    prefix_matches,
     question_terms,
 )
 from research.engine.report_conflicts import (
@@ -57,7 +54,7 @@ from research.engine.report_conflicts import (
     is_value_conflict,
     report_contradictions,
 )
-from research.engine.text import content_terms, name_part_terms
+from research.engine.text import content_terms
 
 MAX_FINDINGS_PER_QUESTION = 6
 # A report answering one question has room for more of its quotations.
@@ -169,17 +166,6 @@ def _affinities(request: SynthesisRequest) -> dict[tuple[str, str], float]:
         question.id: (question_terms(question.text)[0], answer_type_terms(question.text))
         for question in request.plan.questions
     }
-    # A question's word that begins a quotation's word ("const" of "constants") counts
-    # partly, as in the selection (research/engine/question_terms.prefix_matches).
-    vocabulary = {term for item_terms in terms.values() for term in item_terms}
-    prefixed = {
-        question.id: prefix_matches(
-            questions[question.id][0].keys(),
-            vocabulary - questions[question.id][0].keys(),
-            whole=name_part_terms(question.text) | entity_terms(question.text),
-        )
-        for question in request.plan.questions
-    }
     found = {}
     for item in request.evidence:
         for question_id in item.question_ids:
@@ -193,14 +179,7 @@ def _affinities(request: SynthesisRequest) -> dict[tuple[str, str], float]:
                 for term, shape in answer_types.items()
                 if shape.search(item.excerpt) or shape.search(item.locator.heading or "")
             }
-            begun = {
-                term: PREFIX_CREDIT
-                for term, longer in prefixed[question_id].items()
-                if longer & terms[item.id]
-            }
-            found[(question_id, item.id)] = weights.coverage(
-                query, terms[item.id] | answered, begun
-            )
+            found[(question_id, item.id)] = weights.coverage(query, terms[item.id] | answered)
     return found
 
 

@@ -42,20 +42,17 @@ from dataclasses import dataclass
 from research.engine.contracts import EXCERPT_MAX_CHARS, Block
 from research.engine.question_terms import (
     _QUANTITY,
-    PREFIX_CREDIT,
     SUPPORTS_RELEVANCE,
     QuestionKind,
     answer_shape,
     answer_type_terms,
-    entity_terms,
     holds_phrase,
     opens_with_definition,
-    prefix_matches,
     question_kind,
     question_terms,
     quoted_phrases,
 )
-from research.engine.text import name_part_terms, stem
+from research.engine.text import stem
 from research.llm.diversity import mmr_order, near_duplicate, overlap_of
 from research.llm.passage_page import PassagePage
 from research.llm.passage_units import min_cover_proximity
@@ -279,12 +276,6 @@ def _score_question(
     top = float(raw.max()) if len(raw) else 0.0
     answer_types = {term: shape for term, shape in answer_type_terms(question.text).items()}
     about_publication = bool(_ABOUT_PUBLICATION & query.keys())
-    vocabulary = {term for terms in page.own_terms.values() for term in terms}
-    prefixed = prefix_matches(
-        query.keys(),
-        vocabulary - query.keys(),
-        whole=name_part_terms(question.text) | entity_terms(question.text),
-    )
     relevance: dict[int, float] = {}
     lift: dict[int, float] = {}
     scores = {index: float(raw[position]) for position, index in enumerate(page.usable)}
@@ -303,7 +294,7 @@ def _score_question(
             continue
         if not about_publication and _PUBLICATION_LINE.match(passage):
             continue
-        value = _passage_score(page, index, query, focus, kind, answer_types, prefixed)
+        value = _passage_score(page, index, query, focus, kind, answer_types)
         if shape is not None and (
             (segment.kind == "code" and procedure) or _shaped(shape, kind, page, index)
         ):
@@ -385,12 +376,9 @@ def _passage_score(
     focus: set[str],
     kind: QuestionKind,
     answer_types: dict[str, re.Pattern[str]],
-    prefixed: dict[str, frozenset[str]] | None = None,
 ) -> float:
     """The coverage, proximity and heading components of a passage's score, weighted, and
-    the share kept when it misses the question's focus. ``prefixed`` maps a question term to
-    the page's words it begins (:func:`research.engine.question_terms.prefix_matches`): one of
-    them in the passage matches the term at :data:`PREFIX_CREDIT`."""
+    the share kept when it misses the question's focus."""
     passage, heading = page.passage(index), page.segments[index].heading
     own, heading_terms = page.own_terms[index], page.heading_terms[index]
     answered = {
@@ -404,16 +392,13 @@ def _passage_score(
     partial.update(
         {term: NAMED_ONLY_CREDIT for term in answer_types.keys() - answered if term in own}
     )
-    begun = {term for term, longer in (prefixed or {}).items() if longer & own}
-    for term in begun:
-        partial[term] = max(partial.get(term, 0.0), PREFIX_CREDIT)
     coverage = page.weights.coverage(query, words, partial)
     proximity = min_cover_proximity(
         page.positions[index], [term for term in query if term not in answer_types]
     )
     in_heading = page.weights.coverage(query, heading_terms - page.topic_terms)
     value = W_COVERAGE * coverage + W_PROXIMITY * proximity + W_HEADING * in_heading
-    if focus and not focus & (own | heading_terms | begun):
+    if focus and not focus & (own | heading_terms):
         value *= OFF_FOCUS_FACTOR
     return value
 
