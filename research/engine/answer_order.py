@@ -232,24 +232,28 @@ def with_announced(
 
 
 def _announced(lead: Evidence, candidates: Sequence[list[Evidence]]) -> list[list[Evidence]]:
-    """The groups of ``candidates`` that the quotation ``lead`` announces, in page order."""
+    """The groups of ``candidates`` that the quotation ``lead`` announces, in page order. A
+    group stands where its member on ``lead``'s page does: an item of the list may be shown
+    led by the near-identical sentence of another source, citing both."""
     if not lead.excerpt.rstrip().endswith(":"):
         return []
+    # A group holds one quotation per source (near-identical ones of other sources).
     following = sorted(
         (
-            group
+            (member.locator.start, member.locator.end, group)
             for group in candidates
-            if _same_section(lead, group[0]) and group[0].locator.start >= lead.locator.end
+            for member in group
+            if _same_section(lead, member) and member.locator.start >= lead.locator.end
         ),
-        key=lambda group: group[0].locator.start,
+        key=lambda found: found[0],
     )
     announced: list[list[Evidence]] = []
     end = lead.locator.end
-    for group in following[:_ANNOUNCED_SPAN]:
-        if group[0].locator.start - end > _ANNOUNCED_GAP:
+    for start, stop, group in following[:_ANNOUNCED_SPAN]:
+        if start - end > _ANNOUNCED_GAP:
             break
         announced.append(group)
-        end = max(end, group[0].locator.end)
+        end = max(end, stop)
     return announced
 
 

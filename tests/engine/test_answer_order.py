@@ -283,6 +283,15 @@ def test_at_most_six_announced_passages_follow_their_lead():
     assert _ids(placed) == ["e0", "e1", "e2", "e3", "e4", "e5", "e6"]
 
 
+def test_an_item_led_by_its_near_duplicate_from_another_source_stands_where_its_page_has_it():
+    lead = _at("e1", "Zorbo checks these ledgers:", 0)
+    elsewhere = _at("e2", "Zorbo checks the open ledger.", 500, source_id="s2")
+    item = _at("e3", "It checks the open ledger.", 40)
+    group = [elsewhere, item]
+
+    assert _ids(with_announced([[lead]], [[lead], group])) == ["e1", "e2"]
+
+
 def test_the_supporting_passages_a_lead_in_announces_read_right_after_it_under_its_label():
     lead = _at("e1", "Zorbo checks these ledgers:", 0)
     item = _at("e2", "The open ledger.", 40)
