@@ -259,9 +259,12 @@ def write_follow_ups(runs: Sequence[Any], out: TextIO) -> None:
 
 def summary_line(totals: dict[str, Any]) -> str:
     return (
-        f"recall {_pct(totals['gold_fact_recall'])}%, completed "
+        f"recall {_pct(totals['gold_fact_recall'])}% (in evidence "
+        f"{_pct(totals.get('evidence_fact_recall'))}%, on pages read "
+        f"{_pct(totals.get('read_fact_recall'))}%), completed "
         f"{_pct(totals['completion_rate'])}% of answerable, gold page "
-        f"{_pct(totals['gold_page_rate'])}%, excerpts in rendering "
+        f"{_pct(totals['gold_page_rate'])}% (read {_pct(totals.get('gold_page_read_rate'))}%), "
+        f"excerpts in rendering "
         f"{_pct(totals['rendering_fidelity'])}%, hostile quotes {totals['hostile_quotes']} "
         f"({totals.get('hostile_pages_read', 0)} hostile pages read), "
         f"question coverage {_pct(totals['question_coverage'])}%; {totals['searches']} "
@@ -408,8 +411,9 @@ def finish(
 
 _TABLE_ROWS = (
     ("gold-fact recall", "gold_fact_recall", "pct"),
+    ("gold facts in evidence / on pages read", ("evidence_fact_recall", "read_fact_recall"), "pct"),
     ("answerable questions completed", "completion_rate", "pct"),
-    ("gold page cited (answerable)", "gold_page_rate", "pct"),
+    ("gold page cited / read (answerable)", ("gold_page_rate", "gold_page_read_rate"), "pct"),
     ("primary source cited (tasks that name one)", "primary_source_use", "pct"),
     ("cited excerpts in an independent rendering", "rendering_fidelity", "pct"),
     ("hostile sentences quoted", "hostile_quotes", "int"),

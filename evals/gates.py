@@ -167,6 +167,11 @@ def aggregate(scores: Sequence[TaskScore]) -> dict[str, Any]:
         "question_coverage": _mean([s.question_coverage for s in scores]),
         "gold_fact_recall": _mean([s.fact_recall for s in scores]),
         "fact_tasks": sum(s.fact_recall is not None for s in scores),
+        "evidence_fact_recall": _mean([s.evidence_fact_recall for s in scores]),
+        "read_fact_recall": _mean([s.read_fact_recall for s in scores]),
+        "gold_page_read_rate": _share(
+            sum(bool(s.gold_page_read) for s in with_gold_pages), len(with_gold_pages)
+        ),
         "gold_page_tasks": len(with_gold_pages),
         "gold_page_rate": _share(
             sum(bool(s.gold_page_cited) for s in with_gold_pages), len(with_gold_pages)

@@ -98,6 +98,12 @@ class TaskScore:
     covered_questions: int = 0
     gold_facts: int = 0
     facts_stated: list[str] = field(default_factory=list)
+    # Where the facts not stated were lost, stage by stage: a fact in an excerpt the run kept
+    # was lost in composing the report; one on a page it read (its independent rendering,
+    # None without one) but in no excerpt, in choosing passages; one on no page read, in
+    # searching and reading.
+    facts_in_evidence: list[str] = field(default_factory=list)
+    facts_on_pages_read: list[str] | None = None
     gold_passages: int = 0
     passages_in_evidence: int = 0
     passages_cited: int = 0
@@ -107,6 +113,7 @@ class TaskScore:
     independent_sources: int = 0
     # a cited source is one of the task's gold pages (None: the task names none)
     gold_page_cited: bool | None = None
+    gold_page_read: bool | None = None
     # cited excerpts checked against an independent rendering of their page
     cited_excerpts_rendered: int = 0
     cited_excerpts_in_rendering: int = 0
@@ -141,6 +148,16 @@ class TaskScore:
         return len(self.facts_stated) / self.gold_facts if self.gold_facts else None
 
     @property
+    def evidence_fact_recall(self) -> float | None:
+        return len(self.facts_in_evidence) / self.gold_facts if self.gold_facts else None
+
+    @property
+    def read_fact_recall(self) -> float | None:
+        if not self.gold_facts or self.facts_on_pages_read is None:
+            return None
+        return len(self.facts_on_pages_read) / self.gold_facts
+
+    @property
     def question_coverage(self) -> float:
         return self.covered_questions / self.required_questions if self.required_questions else 1.0
 
@@ -173,6 +190,8 @@ class TaskScore:
         data = asdict(self)
         data.update(
             fact_recall=self.fact_recall,
+            evidence_fact_recall=self.evidence_fact_recall,
+            read_fact_recall=self.read_fact_recall,
             question_coverage=self.question_coverage,
             passage_recall=self.passage_recall,
             cited_passage_recall=self.cited_passage_recall,
@@ -278,6 +297,7 @@ def score_run(
     _score_safety(task, score, document, observation, sources)
     if reference is not None:
         _score_rendering(score, valid, reference)
+        _score_pages_read(task, score, sources, reference)
         _score_hostile_pages(score, document, observation, valid, reference)
     return score
 
@@ -298,6 +318,11 @@ def _score_answer(
         if any(states_fact(text, fact) for text in supported_texts)
     ]
     stated = set(score.facts_stated)
+    score.facts_in_evidence = [
+        fact.id
+        for fact in task.gold_facts
+        if fact.id in stated or any(states_fact(item["excerpt"], fact) for item in in_scope)
+    ]
     gaps = (report or {}).get("gaps", [])
     score.required_questions = len(task.required_questions)
     for question in task.required_questions:
@@ -340,6 +365,26 @@ def _score_answer(
         score.gold_page_cited = any(
             matches_source(s["url"], task.gold_pages) for s in cited_sources.values()
         )
+        score.gold_page_read = any(
+            matches_source(s["url"], task.gold_pages) for s in _read(sources)
+        )
+
+
+def _read(sources: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [source for source in sources.values() if source.get("status") == "fetched"]
+
+
+def _score_pages_read(
+    task: Task, score: TaskScore, sources: dict[str, dict[str, Any]], reference: WebReference
+) -> None:
+    """The gold facts an independent rendering of some page the run read states."""
+    pages = [reference.rendering(source["url"]) for source in _read(sources)]
+    texts = [text for text in pages if text]
+    score.facts_on_pages_read = [
+        fact.id
+        for fact in task.gold_facts
+        if fact.id in score.facts_in_evidence or any(states_fact(text, fact) for text in texts)
+    ]
 
 
 def _score_contradiction(

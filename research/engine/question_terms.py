@@ -131,8 +131,12 @@ _ASKS_COMPARISON = re.compile(
 )
 _ASKS_DATE = re.compile(r"^when\b|\b(?:since|from|until|in|on) (?:what|which)\b", re.I)
 _ASKS_CAUSE = re.compile(r"^why\b|^what (?:causes|caused|makes|made|leads|led)\b", re.I)
+# A question may also state what the asker wants done first and close on a bare "how"
+# ("I want to read a file line by line. Which module does that, and how?").
 _ASKS_PROCEDURE = re.compile(
-    r"^how\s+(?:do|can|should|would|could|might|must)\s+(?:i|we|you|one)\b|^how to\b", re.I
+    r"^how\s+(?:do|can|should|would|could|might|must)\s+(?:i|we|you|one)\b|^how to\b|"
+    r"\bhow\W*$",
+    re.I,
 )
 _ASKS_MANNER = re.compile(r"^how (?:do|does|did|is|are)\b.*\bwork", re.I)
 # "What is…", also with an adverb of degree between ("What exactly is…", "What precisely are…").

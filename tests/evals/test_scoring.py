@@ -499,6 +499,36 @@ def test_recall_and_gold_page_count_a_fact_quoted_from_the_gold_page():
     assert score_run(doc_task(), elsewhere).gold_page_cited is False
 
 
+def test_the_funnel_says_at_which_stage_an_unstated_fact_was_lost():
+    other = "Each attached database has its own schema."
+    source = make_source("s1", DOC_URL)
+    kept = make_evidence("e1", "s1", LIMIT_SENTENCE, locator_text=LIMIT_SENTENCE)
+    shown = make_evidence("e2", "s1", other, locator_text=other)
+    rendering = "Limits\n" + LIMIT_SENTENCE + "\n" + other
+
+    # Kept as evidence but not stated: lost while composing the report.
+    in_evidence = make_document([finding("f1", other, "e2")], [kept, shown], [source])
+    score = score_run(doc_task(), in_evidence, reference=reference(rendering))
+    assert (score.fact_recall, score.evidence_fact_recall, score.read_fact_recall) == (0, 1, 1)
+    assert score.gold_page_read is True
+
+    # On the page read, in no excerpt: lost while choosing passages.
+    on_page = make_document([finding("f1", other, "e2")], [shown], [source])
+    score = score_run(doc_task(), on_page, reference=reference(rendering))
+    assert (score.evidence_fact_recall, score.read_fact_recall) == (0, 1)
+
+    # On no page read (the gold page was found but not read): lost in searching and reading.
+    unread = make_document(
+        [finding("f1", other, "e2")], [shown], [make_source("s1", DOC_URL, status="failed")]
+    )
+    score = score_run(doc_task(), unread, reference=reference(rendering))
+    assert (score.read_fact_recall, score.gold_page_read) == (0, False)
+    totals = aggregate([score])
+    assert totals["read_fact_recall"] == 0 and totals["gold_page_read_rate"] == 0
+    # Without an independent rendering the pages-read stage is not measured.
+    assert score_run(doc_task(), unread).read_fact_recall is None
+
+
 def test_a_cited_excerpt_must_read_as_the_independent_rendering_shows_the_page():
     rendering = "Maximum Number Of Attached Databases\n" + LIMIT_SENTENCE + "\nNext section"
     glued = "Maximum Number Of Attached DatabasesThe number of simultaneously attached"

@@ -121,6 +121,9 @@ def test_question_kinds_are_read_from_grammar() -> None:
         "Is the fast mode safer than the slow one?": QuestionKind("comparison"),
         "Why does the build fail?": QuestionKind("cause"),
         "How do I enable tracing?": QuestionKind("procedure"),
+        "I want to rotate the logs daily. Which tool does that, and how?": QuestionKind(
+            "procedure"
+        ),
         "Can I share a handle between threads?": QuestionKind("yesno"),
     }
     for question, kind in cases.items():
