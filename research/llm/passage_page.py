@@ -209,15 +209,33 @@ class PassagePage:
 
     def span(self, index: int) -> tuple[int, int]:
         """The exact span of the snapshot quoted for a unit (:func:`excerpt_span`; a window
-        opening by pointing back is joined to the sentence before it when it fits)."""
+        opening by pointing back is joined to the sentence before it when it fits), and the
+        sentence after it when that one points back to it (:meth:`_continued`)."""
         if index not in self.members:
-            return excerpt_span(self.segments, index, self.text)
+            start, end = excerpt_span(self.segments, index, self.text)
+            return start, self._continued(index, start, end)
         first, end = self.first(index), self.segments[index].end
         start = self.segments[first].start
         if joins_previous(self.segments, first, self.text):
             joined = self.segments[first - 1].start
             start = joined if end - joined <= EXCERPT_MAX_CHARS else start
-        return start, end
+        return start, self._continued(self.members[index][-1], start, end)
+
+    def _continued(self, last: int, start: int, end: int) -> int:
+        """Where a quotation ending with segment ``last`` ends: after the next sentence when
+        that one opens by pointing back to it ("It means simply that …", "This is implemented
+        on top of cookies …") in the same block and the whole still fits in an excerpt. A
+        pronoun's antecedent is nearly always in the same or the previous sentence (Hobbs,
+        Lingua 1978), so the sentence after says more of what the quotation is about: the
+        converse of joining a pointing-back sentence to the one before it. One sentence, not
+        a chain: a second one may point back to the first rather than to the quotation."""
+        after = last + 1
+        if end != self.segments[last].end or after >= len(self.segments):
+            return end  # the quotation was cut short, or nothing follows
+        if not joins_previous(self.segments, after, self.text):
+            return end
+        following = self.segments[after]
+        return following.end if following.end - start <= EXCERPT_MAX_CHARS else end
 
 
 def _names_its_noun(sentence: str) -> bool:

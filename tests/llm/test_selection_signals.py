@@ -112,3 +112,23 @@ def test_a_passage_adding_content_outranks_one_echoing_the_question():
     # The reward orders passages only: the relevance stored for each stays what its match is.
     assert len(both) == 2
     assert both[0].relevance == both[1].relevance
+
+
+def test_a_quotation_takes_the_next_sentence_when_it_points_back_to_it():
+    text = (
+        "Kiln states\n\n"
+        "After a reset the kiln stands in the cold idle state. "
+        "It means simply that no firing program is loaded and the elements stay off. "
+        "The door may then be opened.\n\n"
+        "The glaze shelf holds twelve tiles."
+    )
+    question = QuestionText("q1", "Why does the kiln stand in the cold idle state after a reset?")
+    passages = select_passages(text, [question], title="Kiln states")
+    quoted = [text[p.start : p.end] for p in passages]
+
+    # The pronoun's antecedent is the quoted sentence: what follows says more of it. The
+    # sentence after that does not point back and stays out.
+    assert any(
+        q.startswith("After a reset") and q.endswith("the elements stay off.") for q in quoted
+    ), quoted
+    assert not any("door may" in q and q.startswith("After a reset") for q in quoted), quoted
