@@ -122,17 +122,6 @@ SHORT_WORDS = 8
 SHORT_PENALTY = 0.1
 META_PENALTY = 0.2
 DANGLING_PENALTY = 0.15
-# The order (not the relevance) rewards a passage for saying something beyond the question's
-# words: n content terms that are not the question's add
-# _INFORMATIVE_WEIGHT · n / (n + _INFORMATIVE_HALF). The saturation is BM25's for term
-# frequency (Robertson & Zaragoza 2009, k1): the first new terms count most, a long passage
-# gains little more than a fair one. Half the reward at ten new terms, about one full
-# sentence of content words; the weight, below BM25's, orders passages of like relevance
-# only, so a sentence echoing the question ("Quill is installed now. Great!") no longer
-# outranks the one stating the answer (the informativeness, or novelty, of a passage
-# against the query in extractive summarisation).
-_INFORMATIVE_WEIGHT = 0.1
-_INFORMATIVE_HALF = 10
 
 # Sentences about the document rather than the world ("This page summarises…").
 _META = re.compile(
@@ -150,9 +139,7 @@ _PUBLICATION_LINE = re.compile(
     r"|^(?:cite\s+(?:this|as)|how\s+to\s+cite|doi|permalink)\b",
     re.IGNORECASE,
 )
-_ABOUT_PUBLICATION = frozenset(
-    stem(word) for word in ("published", "publication", "cite", "citation", "updated")
-)
+_ABOUT_PUBLICATION = frozenset(stem(word) for word in ("published", "publication", "cite", "citation", "updated"))
 
 
 @dataclass(frozen=True)
@@ -303,9 +290,7 @@ def _score_question(
             value += W_PHRASE
             quoting.add(index)
         defines = (
-            kind.kind == "definition"
-            and shape is not None
-            and opens_with_definition(passage, (shape,), focus)
+            kind.kind == "definition" and shape is not None and opens_with_definition(passage, (shape,), focus)
         )
         if defines and not page.opens_window(index):
             # A definition is quoted with the sentences after it in its block (below): the
@@ -331,17 +316,7 @@ def _score_question(
     others = [v for i, v in relevance.items() if i not in quoting]
     best = max(others or relevance.values(), default=0.0)
     kept = {i: v for i, v in relevance.items() if i in quoting or v >= RELATIVE_FLOOR * best}
-    return kept, {
-        i: (1 - W_BM25) * v + lift.get(i, 0.0) + _informative(page.own_terms[i] - query.keys())
-        for i, v in kept.items()
-    }
-
-
-def _informative(new_terms: frozenset[str]) -> float:
-    """The order's reward for a passage's content terms beyond the question's: saturating in
-    their number, as BM25 saturates term frequency."""
-    n = len(new_terms)
-    return _INFORMATIVE_WEIGHT * n / (n + _INFORMATIVE_HALF)
+    return kept, {i: (1 - W_BM25) * v + lift.get(i, 0.0) for i, v in kept.items()}
 
 
 def _definition_lead(

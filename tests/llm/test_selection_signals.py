@@ -91,24 +91,6 @@ def test_the_definition_of_what_is_asked_about_is_picked_first_on_a_page_rich_in
     question = QuestionText("q1", "What is a slow glaze kiln in Potterly?")
     passages = select_passages(text, [question], title="Glaze kilns", max_items=1)
 
-    assert any(text[p.start : p.end].startswith("A slow glaze kiln is a kiln") for p in passages)
-
-
-def test_a_passage_adding_content_outranks_one_echoing_the_question():
-    text = (
-        "Zircon notes\n\n"
-        "So Zircon does keep its cache, just as it should.\n\n"
-        "Zircon keeps its cache in memory and copies the cache to the spool folder each "
-        "minute.\n\n"
-        "The spool folder lives under the user's home."
+    assert any(
+        text[p.start : p.end].startswith("A slow glaze kiln is a kiln") for p in passages
     )
-    question = QuestionText("q1", "Where does Zircon keep its cache?")
-
-    first = select_passages(text, [question], title="Zircon notes", max_items=1)
-    both = select_passages(text, [question], title="Zircon notes")
-
-    # Both hold every term of the question; the one saying where is picked first.
-    assert text[first[0].start : first[0].end].startswith("Zircon keeps its cache in memory")
-    # The reward orders passages only: the relevance stored for each stays what its match is.
-    assert len(both) == 2
-    assert both[0].relevance == both[1].relevance
