@@ -183,9 +183,78 @@ def _siblings(first: Evidence, second: Evidence) -> bool:
     if first.source_id != second.source_id:
         return False
     if first.locator.code and second.locator.code:
-        return bool(first.locator.heading) and first.locator.heading == second.locator.heading
+        return bool(first.locator.heading) and _same_section(first, second)
     frame = _frame(first.excerpt)
     return len(frame) == _FRAME_WORDS and _frame(second.excerpt) == frame
+
+
+def _same_section(first: Evidence, second: Evidence) -> bool:
+    """Whether two quotations stand on one page under the same heading (or both under none)."""
+    return first.source_id == second.source_id and first.locator.heading == second.locator.heading
+
+
+# A lead-in ending in a colon ("The following pragmas are used:", "It takes these steps:")
+# announces the list, table or example right after it: documentation style guides introduce
+# a list with "a complete sentence, or a fragment that ends with a colon" (Microsoft Writing
+# Style Guide, "Lists") and put nothing between the introduction and what it introduces
+# (MongoDB documentation style guide, "Punctuation": otherwise a period, not a colon); in
+# Rhetorical Structure Theory (Mann & Thompson, Text 8(3), 1988) the lead-in is the satellite
+# of a "preparation" relation whose nucleus follows (the relation definitions of Mann &
+# Taboada's RST web site). The announced passages are that nucleus: up to _ANNOUNCED_SPAN
+# of them (lists "work best when they have two to seven items", the same guide; the span over
+# which the selector lets an announcing sentence lend its relevance, research/llm/
+# selection.py), each starting at most _ANNOUNCED_GAP characters after the previous one ends:
+# room for two items the selector did not keep (a passage window spans at most 400
+# characters) between two it kept, not for the prose after the list.
+_ANNOUNCED_SPAN = 6
+_ANNOUNCED_GAP = 1_000
+
+
+def with_announced(
+    shown: list[list[Evidence]], candidates: Sequence[list[Evidence]]
+) -> list[list[Evidence]]:
+    """``shown`` (groups of near-identical quotations), each whose lead ends in a colon
+    followed by what it announces: the groups of ``candidates`` not shown whose leads follow
+    it on the same page under the same heading, in page order, up to
+    :data:`_ANNOUNCED_SPAN` of them, each starting within :data:`_ANNOUNCED_GAP` characters
+    of the end of the one before (the announcer first). Documentation announces an answer
+    ("The following pragmas are used:") and gives it in the passages after, which rarely
+    repeat the question's words."""
+    taken = {group[0].id for group in shown}
+    placed: list[list[Evidence]] = []
+    for group in shown:
+        placed.append(group)
+        for other in _announced(group[0], candidates):
+            if other[0].id not in taken:
+                placed.append(other)
+                taken.add(other[0].id)
+    return placed
+
+
+def _announced(lead: Evidence, candidates: Sequence[list[Evidence]]) -> list[list[Evidence]]:
+    """The groups of ``candidates`` that the quotation ``lead`` announces, in page order. A
+    group stands where its member on ``lead``'s page does: an item of the list may be shown
+    led by the near-identical sentence of another source, citing both."""
+    if not lead.excerpt.rstrip().endswith(":"):
+        return []
+    # A group holds one quotation per source (near-identical ones of other sources).
+    following = sorted(
+        (
+            (member.locator.start, member.locator.end, group)
+            for group in candidates
+            for member in group
+            if _same_section(lead, member) and member.locator.start >= lead.locator.end
+        ),
+        key=lambda found: found[0],
+    )
+    announced: list[list[Evidence]] = []
+    end = lead.locator.end
+    for start, stop, group in following[:_ANNOUNCED_SPAN]:
+        if start - end > _ANNOUNCED_GAP:
+            break
+        announced.append(group)
+        end = max(end, stop)
+    return announced
 
 
 @dataclass(frozen=True)
@@ -261,3 +330,23 @@ def by_side(
     # not recapitalised).
     labels = {ANSWER_LABEL: ANSWER_LABEL, a: a, b: b, "": SUPPORTING_LABEL}
     return [Placed(labels[key], group) for key, found in blocks.items() for group in found]
+
+
+def after_announcers(placed: list[Placed]) -> list[Placed]:
+    """``placed`` with the supporting quotations each lead-in ending in a colon announces
+    (:func:`with_announced`) moved right after it, in page order and under its label: the
+    list reads after the sentence introducing it. Direct answers and contrasting quotations
+    keep their blocks, so the section still opens with its answers."""
+    movable = [block.group for block in placed if block.label == SUPPORTING_LABEL]
+    emitted: set[str] = set()
+    ordered: list[Placed] = []
+    for block in placed:
+        if block.group[0].id in emitted:
+            continue
+        ordered.append(block)
+        emitted.add(block.group[0].id)
+        for group in _announced(block.group[0], movable):
+            if group[0].id not in emitted:
+                ordered.append(Placed(block.label, group))
+                emitted.add(group[0].id)
+    return ordered

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 
 from research.engine.answer_order import (
     ANSWER_LABEL,
+    after_announcers,
     answer_first,
     by_side,
     comparison_sides,
     defines_focus,
     holds_quoted,
     quotes_code,
+    with_announced,
     with_siblings,
 )
 from research.engine.contracts import (
@@ -338,8 +340,9 @@ def _choose(
     beyond = groups[limit:]
     groups = groups[:limit]
     groups.sort(key=lambda group: (*lead(group), ranked.index(group[0])))
-    # Each quotation brings its siblings, the alternatives its page lists in the same words.
-    groups = with_siblings(groups, own)
+    # Each quotation brings its siblings, the alternatives its page lists in the same words,
+    # and one ending in a colon the passages it announces, right after it.
+    groups = with_announced(with_siblings(groups, own), own)
     shown = {group[0].id for group in groups}
     overflow = frozenset(
         group[0].id
@@ -375,6 +378,8 @@ def _section(
             ),
             conflicts=conflicts,
         )
+    # What a lead-in ending in a colon announces reads right after it.
+    placed = after_announcers(placed)
     statements = [
         Statement(
             claim_id=f"{prefix}-{number}",

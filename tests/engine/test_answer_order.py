@@ -8,6 +8,8 @@ from research.engine.answer_order import (
     CONTRASTING_LABEL,
     MAX_ANSWERS,
     SUPPORTING_LABEL,
+    Placed,
+    after_announcers,
     answer_first,
     by_side,
     comparison_sides,
@@ -15,6 +17,7 @@ from research.engine.answer_order import (
     is_usage_question,
     names_side,
     quotes_code,
+    with_announced,
     with_siblings,
 )
 from research.engine.contracts import ContradictionCandidate, ContradictionPosition
@@ -199,11 +202,117 @@ def test_a_code_sample_brings_the_other_code_samples_under_its_heading():
     shown = _code(make_evidence("e1", "import './old.cjs'; // loaded as CommonJS", "q1"), "Files")
     part = _code(make_evidence("e2", '// app.js, an ES module: "type": "module"', "q1"), "Files")
     other_heading = _code(make_evidence("e3", "import x from 'y';", "q1"), "Loaders")
-    prose = make_evidence("e4", "Files ending in .cjs are loaded as CommonJS.", "q1", heading="Files")
+    prose = make_evidence(
+        "e4", "Files ending in .cjs are loaded as CommonJS.", "q1", heading="Files"
+    )
 
     placed = with_siblings([[shown]], [[shown], [part], [other_heading], [prose]])
 
     assert [group[0].id for group in placed] == ["e1", "e2"]
+
+
+def _at(evidence_id: str, excerpt: str, start: int, **extra):
+    """A quotation of question q1 standing at ``start`` on its page."""
+    item = make_evidence(evidence_id, excerpt, "q1", **extra)
+    locator = item.locator.model_copy(update={"start": start, "end": start + len(excerpt)})
+    return item.model_copy(update={"locator": locator})
+
+
+def _ids(placed):
+    return [group[0].id for group in placed]
+
+
+def test_a_lead_in_ending_in_a_colon_brings_the_passages_it_announces_in_page_order():
+    lead = _at("e1", "Zorbo checks these ledgers at start-up:  \n", 100, heading="Checks")
+    second = _at("e3", "The archive ledger, when one is kept.", 260, heading="Checks")
+    first = _at("e2", "The open ledger.", 200, heading="Checks")
+    before = _at("e4", "Zorbo starts quickly.", 0, heading="Checks")
+    other = _at("e5", "Zorbo writes its ledgers in order.", 900, source_id="s2")
+    pool = [[lead], [second], [first], [before], [other]]
+
+    placed = with_announced([[lead], [other]], pool)
+
+    # The announced passages follow their lead, in the page's order; the passage before the
+    # lead and the one shown already are not moved.
+    assert _ids(placed) == ["e1", "e2", "e3", "e5"]
+
+
+def test_a_passage_that_ends_otherwise_announces_nothing():
+    lead = _at("e1", "Zorbo checks the open ledger at start-up.", 100)
+    after = _at("e2", "The archive ledger, when one is kept.", 160)
+
+    assert _ids(with_announced([[lead]], [[lead], [after]])) == ["e1"]
+
+
+def test_an_announcer_at_the_end_of_its_page_brings_nothing():
+    lead = _at("e1", "Zorbo checks these ledgers:", 500)
+    earlier = _at("e2", "The open ledger.", 100)
+
+    assert _ids(with_announced([[lead]], [[lead], [earlier]])) == ["e1"]
+
+
+def test_the_announced_run_stops_at_a_gap_too_large_for_a_list():
+    lead = _at("e1", "Zorbo checks these ledgers:", 0)
+    near = _at("e2", "The open ledger.", 27 + 1_000)
+    far = _at("e3", "The archive ledger.", 27 + 1_000 + 16 + 1_001)
+    beyond = _at("e4", "The spare ledger.", 27 + 1_000 + 16 + 1_001 + 19 + 10)
+
+    placed = with_announced([[lead]], [[lead], [near], [far], [beyond]])
+
+    # Once the run is broken, what comes after the gap belongs to another part of the page.
+    assert _ids(placed) == ["e1", "e2"]
+
+
+def test_the_announced_passages_stand_under_the_same_heading_of_the_same_page():
+    lead = _at("e1", "Zorbo checks these ledgers:", 0, heading="Checks")
+    same = _at("e2", "The open ledger.", 40, heading="Checks")
+    other_heading = _at("e3", "The archive ledger.", 80, heading="Repairs")
+    other_page = _at("e4", "The spare ledger.", 60, heading="Checks", source_id="s2")
+
+    placed = with_announced([[lead]], [[lead], [same], [other_heading], [other_page]])
+
+    assert _ids(placed) == ["e1", "e2"]
+
+
+def test_at_most_six_announced_passages_follow_their_lead():
+    lead = _at("e0", "Zorbo checks these ledgers:", 0)
+    items = [_at(f"e{n}", f"Ledger number {n}.", 100 * n) for n in range(1, 9)]
+
+    placed = with_announced([[lead]], [[lead], *([item] for item in items)])
+
+    assert _ids(placed) == ["e0", "e1", "e2", "e3", "e4", "e5", "e6"]
+
+
+def test_an_item_led_by_its_near_duplicate_from_another_source_stands_where_its_page_has_it():
+    lead = _at("e1", "Zorbo checks these ledgers:", 0)
+    elsewhere = _at("e2", "Zorbo checks the open ledger.", 500, source_id="s2")
+    item = _at("e3", "It checks the open ledger.", 40)
+    group = [elsewhere, item]
+
+    assert _ids(with_announced([[lead]], [[lead], group])) == ["e1", "e2"]
+
+
+def test_the_supporting_passages_a_lead_in_announces_read_right_after_it_under_its_label():
+    lead = _at("e1", "Zorbo checks these ledgers:", 0)
+    item = _at("e2", "The open ledger.", 40)
+    answer = _at("e3", "Zorbo checks the open ledger first.", 80)
+    other = _at("e4", "Zorbo is fast.", 0, source_id="s2")
+    placed = [
+        Placed(ANSWER_LABEL, [lead]),
+        Placed(ANSWER_LABEL, [other]),
+        Placed(ANSWER_LABEL, [answer]),
+        Placed(SUPPORTING_LABEL, [item]),
+    ]
+
+    ordered = after_announcers(placed)
+
+    # A direct answer the lead-in also announces keeps its place among the answers.
+    assert [(block.label, block.group[0].id) for block in ordered] == [
+        (ANSWER_LABEL, "e1"),
+        (ANSWER_LABEL, "e2"),
+        (ANSWER_LABEL, "e4"),
+        (ANSWER_LABEL, "e3"),
+    ]
 
 
 def test_a_passage_opening_with_the_definition_of_the_focus_defines_it():

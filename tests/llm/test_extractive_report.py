@@ -445,6 +445,33 @@ def test_a_quotation_is_shown_with_the_siblings_its_page_lists_in_the_same_words
     assert ["e1"] in cited and ["e2"] in cited
 
 
+def _placed(item, start: int):
+    locator = item.locator.model_copy(update={"start": start, "end": start + len(item.excerpt)})
+    return item.model_copy(update={"locator": locator})
+
+
+def test_a_lead_in_ending_in_a_colon_is_shown_with_the_passages_it_announces():
+    plan = make_plan("Which ledgers does Zorbo check at start-up?")
+    lead = "Zorbo checks the following ledgers at start-up:"
+    evidence = [
+        _placed(make_evidence("e1", lead, "q1", heading="Start-up"), 0),
+        # The list's items repeat none of the question's words; alone they would not be shown.
+        _placed(
+            make_evidence("e2", "The open ledger.", "q1", relevance=0.1, heading="Start-up"), 60
+        ),
+        _placed(
+            make_evidence("e3", "The spare ledger.", "q1", relevance=0.1, heading="Start-up"), 90
+        ),
+        make_evidence("e4", "Zorbo checks ledgers often.", "q1", source_id="s2"),
+        make_evidence("e5", "Zorbo start-up is fast.", "q1", source_id="s3"),
+    ]
+
+    section = _write(plan, evidence).sections[0]
+
+    cited = [s.evidence_ids[0] for s in section.statements if s.kind == "finding"]
+    assert cited[cited.index("e1") + 1 : cited.index("e1") + 3] == ["e2", "e3"]
+
+
 def test_code_extracted_for_two_questions_is_shown_under_the_usage_one():
     plan = make_plan(
         "What does the foreign_keys pragma do?", "How do I enable the foreign_keys pragma?"
