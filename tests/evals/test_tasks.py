@@ -33,7 +33,7 @@ CORPUS = load_corpus(port=8000)
 MIN_REAL_TASKS = 60
 MIN_HELDOUT_TASKS = 30
 # Unanswerable questions stay a minority of a set (at most one in four), so that recall and
-# completion are still measured on most of it; the tune set holds enough of them (eight) to
+# completion are still measured on most of it; the tune set holds enough of them (eleven) to
 # tune the gap check on more than a couple of examples.
 MAX_UNANSWERABLE_SHARE = 4
 
