@@ -149,10 +149,32 @@ _ASKS_YES_NO = re.compile(r"^(?:is|are|does|do|can|could|should|will|has|have|wa
                           re.I)
 
 
+# Where a clause ends inside a question: after a sentence's end or a colon or semicolon.
+_CLAUSE_END = re.compile(r"(?<=[.!?:;])\s+")
+
+
+def asking_clause(question: str) -> str:
+    """The last clause of ``question`` that asks (ends with "?"): a question that tells the
+    asker's situation first ("I added the file to .gitignore but it still shows up. Why?",
+    "I am in 'detached HEAD' state: why?") asks in its last clause, and its grammar is read
+    there (verbose queries: the question proper is a small part of a long request, Bendersky
+    and Croft, SIGIR 2008). The whole text when no clause ends with a question mark."""
+    clauses = [part for part in _CLAUSE_END.split(question.strip()) if part.rstrip().endswith("?")]
+    return clauses[-1].strip() if clauses else question.strip()
+
+
 def question_kind(question: str) -> QuestionKind:
     """The kind of answer ``question`` wants, read from its grammar: the question word, the
-    word after "how", the head noun after "what/which", a comparative."""
-    text = question.strip()
+    word after "how", the head noun after "what/which", a comparative. A question whose
+    opening says none is read again in its asking clause (:func:`asking_clause`)."""
+    kind = _kind_of(question.strip())
+    clause = asking_clause(question)
+    if kind.kind == "other" and clause != question.strip():
+        return _kind_of(clause)
+    return kind
+
+
+def _kind_of(text: str) -> QuestionKind:
     how = _HOW.match(text)
     degree = fold(how.group(1)) if how else ""
     after = fold(how.group(2) or "") if how else ""

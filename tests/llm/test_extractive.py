@@ -125,6 +125,10 @@ def test_question_kinds_are_read_from_grammar() -> None:
             "procedure"
         ),
         "Can I share a handle between threads?": QuestionKind("yesno"),
+        # The asker's situation first, the question in its last clause.
+        "I am in 'draining' state: why?": QuestionKind("cause"),
+        "I rebuilt the index twice. Does the old cache still apply?": QuestionKind("yesno"),
+        "The kiln log shows gaps; how do I fill them in?": QuestionKind("procedure"),
     }
     for question, kind in cases.items():
         assert question_kind(question) == kind, question
