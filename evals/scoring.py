@@ -377,7 +377,8 @@ def _read(sources: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 def _score_pages_read(
     task: Task, score: TaskScore, sources: dict[str, dict[str, Any]], reference: WebReference
 ) -> None:
-    """The gold facts an independent rendering of some page the run read states."""
+    """The gold facts an independent rendering of some page the run read states, counting
+    every fact already found in evidence (so it runs after :func:`_score_answer`)."""
     pages = [reference.rendering(source["url"]) for source in _read(sources)]
     texts = [text for text in pages if text]
     score.facts_on_pages_read = [

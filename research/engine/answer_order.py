@@ -12,6 +12,7 @@ never from a list of subjects.
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from research.engine.contracts import ContradictionCandidate, Evidence
 from research.engine.question_terms import (
@@ -209,6 +210,9 @@ def _same_section(first: Evidence, second: Evidence) -> bool:
 _ANNOUNCED_SPAN = 6
 _ANNOUNCED_GAP = 1_000
 
+# A shown group of quotations or a labelled block of them (:class:`Placed`).
+_Item = TypeVar("_Item")
+
 
 def with_announced(
     shown: list[list[Evidence]], candidates: Sequence[list[Evidence]]
@@ -220,15 +224,9 @@ def with_announced(
     of the end of the one before (the announcer first). Documentation announces an answer
     ("The following pragmas are used:") and gives it in the passages after, which rarely
     repeat the question's words."""
-    taken = {group[0].id for group in shown}
-    placed: list[list[Evidence]] = []
-    for group in shown:
-        placed.append(group)
-        for other in _announced(group[0], candidates):
-            if other[0].id not in taken:
-                placed.append(other)
-                taken.add(other[0].id)
-    return placed
+    shown_ids = {group[0].id for group in shown}
+    unshown = [group for group in candidates if group[0].id not in shown_ids]
+    return _followed_by_announced(shown, unshown, lambda group: group, lambda _, group: group)
 
 
 def _announced(lead: Evidence, candidates: Sequence[list[Evidence]]) -> list[list[Evidence]]:
@@ -338,15 +336,29 @@ def after_announcers(placed: list[Placed]) -> list[Placed]:
     list reads after the sentence introducing it. Direct answers and contrasting quotations
     keep their blocks, so the section still opens with its answers."""
     movable = [block.group for block in placed if block.label == SUPPORTING_LABEL]
+    return _followed_by_announced(
+        placed, movable, lambda block: block.group, lambda block, group: Placed(block.label, group)
+    )
+
+
+def _followed_by_announced(
+    items: list[_Item],
+    candidates: Sequence[list[Evidence]],
+    group_of: Callable[[_Item], list[Evidence]],
+    announced_as: Callable[[_Item, list[Evidence]], _Item],
+) -> list[_Item]:
+    """``items`` in order, each followed by the groups of ``candidates`` its lead announces
+    (:func:`_announced`, each wrapped by ``announced_as``); a group already placed is not
+    placed again."""
     emitted: set[str] = set()
-    ordered: list[Placed] = []
-    for block in placed:
-        if block.group[0].id in emitted:
+    ordered: list[_Item] = []
+    for item in items:
+        if group_of(item)[0].id in emitted:
             continue
-        ordered.append(block)
-        emitted.add(block.group[0].id)
-        for group in _announced(block.group[0], movable):
+        ordered.append(item)
+        emitted.add(group_of(item)[0].id)
+        for group in _announced(group_of(item)[0], candidates):
             if group[0].id not in emitted:
-                ordered.append(Placed(block.label, group))
+                ordered.append(announced_as(item, group))
                 emitted.add(group[0].id)
     return ordered

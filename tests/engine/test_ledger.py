@@ -18,6 +18,7 @@ from research.engine.ledger import (
     VerifiedExcerpt,
     assign_independence_clusters,
     comparable_value,
+    content_order,
     evidence_hash,
     find_contradictions,
     find_duplicate,
@@ -570,3 +571,25 @@ def test_evidence_without_claim_keys_never_conflicts() -> None:
 @pytest.mark.parametrize("value", ["abc", "12 million", "-3.5 %"])
 def test_comparable_value_is_stable(value: str) -> None:
     assert comparable_value(value) == comparable_value(comparable_value(value))
+
+
+def test_the_same_sentence_on_two_copies_of_a_page_is_ordered_by_page_not_by_run():
+    """Two copies of one page quote a sentence at the same place: the tie goes to the page
+    (its snapshot hash), so every run leads with the same copy although ids differ per run."""
+    excerpt = "Quill keeps one writer at a time; readers never wait."
+
+    def ordered(run_id: str) -> list[str]:
+        copies = [
+            make_evidence(excerpt, run_id=run_id, source_id=page, start=120)
+            for page in ("zircon-mirror", "quill-docs")
+        ]
+        assert copies[0].id != copies[1].id
+        return [item.locator.snapshot_hash for item in sorted(copies, key=content_order)]
+
+    runs = [ordered(f"run-{n}") for n in range(8)]
+    ids = {
+        make_evidence(excerpt, run_id=f"run-{n}", source_id="quill-docs", start=120).id
+        for n in range(8)
+    }
+    assert len(ids) == 8  # the ids do differ from run to run
+    assert all(run == runs[0] for run in runs)

@@ -49,11 +49,21 @@ def evidence_hash(run_id: str, source_id: str, excerpt: str, claim_key: str | No
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
 
 
-def content_order(item: Evidence) -> tuple[str, int, str]:
+def content_order(item: Evidence) -> tuple[str, int, int, str, str]:
     """A tie-break for evidence of equal rank that does not depend on the run: the excerpt's
-    matching form, then where it sits, then the id. Ids hash the run id, so ordering ties by
-    id alone gave the same question on the same web a different report every run."""
-    return (normalize_for_matching(item.excerpt), getattr(item.locator, "start", 0), item.id)
+    matching form, where it sits, then the page it was quoted from (the snapshot's content
+    hash), and only then the id. Ids hash the run id and the source id (random per run), so
+    ordering ties by id gave the same question on the same web a different report every run;
+    the same sentence at the same offset of two copies of one page (a mirror, a syndicated
+    copy) still tied on text and place, and the report led with either copy by chance."""
+    locator = item.locator
+    return (
+        normalize_for_matching(item.excerpt),
+        locator.start,
+        locator.end,
+        locator.snapshot_hash,
+        item.id,
+    )
 
 
 def evidence_id_for(hash_hex: str) -> str:
