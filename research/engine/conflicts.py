@@ -169,7 +169,9 @@ def _candidate(
     shared = frozenset.intersection(*(item.words for item in group))
     about = " ".join(sorted(shared)) or "one quantity"
     claim_key = f"{about} ({group[0].dimension})"[:200]
-    involved = sorted({item.evidence.id for item in group})
+    # In the group's order, which is content order (find_value_conflicts): ids are random per
+    # run, and the report quotes a conflict's evidence in this order.
+    involved = list(dict.fromkeys(item.evidence.id for item in group))
     return ContradictionCandidate(
         key=f"value:{question_id}:{claim_key}"[:300],
         claim_key=claim_key,

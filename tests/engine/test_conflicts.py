@@ -34,6 +34,26 @@ def test_incompatible_values_of_one_quantity_are_a_conflict_with_their_sites():
     assert conflict.question_ids == ["q1"]
 
 
+def test_a_conflict_lists_its_evidence_in_the_same_order_in_every_run():
+    """Evidence ids hash the run id, which is random: the same excerpts in two runs must still
+    be listed in one order (content order), since the report quotes a conflict's evidence in
+    it."""
+    texts = [(BOILS.excerpt, "s1"), (BOILS_WRONG.excerpt, "s4"), (BOILS_AGAIN.excerpt, "s2")]
+
+    def excerpts_listed(run_id: str) -> list[str]:
+        evidence = [
+            make_evidence(text, run_id=run_id, source_id=source, question_ids=["q1"])
+            for text, source in texts
+        ]
+        by_id = {item.id: item.excerpt for item in evidence}
+        (conflict,) = find_value_conflicts(evidence, CLUSTERS)
+        return [by_id[evidence_id] for evidence_id in conflict.evidence_ids]
+
+    orders = {tuple(excerpts_listed(f"run-{n}")) for n in range(12)}
+    assert len(orders) == 1
+    assert len(next(iter(orders))) == 3
+
+
 def test_a_mirror_is_not_a_second_site():
     mirrored = {**CLUSTERS, "s2": "domain:a.test"}
     (conflict,) = find_value_conflicts([BOILS, BOILS_AGAIN, BOILS_WRONG], mirrored)

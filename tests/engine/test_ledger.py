@@ -520,8 +520,28 @@ def test_conflicting_values_are_kept_side_by_side() -> None:
     values = sorted(position.value or "" for position in contradiction.positions)
     assert values == ["0.9%", "1.1%"]
     assert contradiction.key == "claim:fr_gdp_growth_2023"
-    assert contradiction.evidence_ids == sorted([first.id, second.id])
+    assert contradiction.evidence_ids == [second.id, first.id]  # content order: 'GDP grew 0…' first
     assert "1.0%" not in str(contradiction.model_dump())
+
+
+def test_a_contradiction_lists_its_evidence_in_the_same_order_in_every_run() -> None:
+    """Evidence ids hash the run id, which is random: the same two excerpts in two runs must
+    still be listed in one order, since the report quotes a conflict's evidence in it."""
+
+    def excerpts_listed(run_id: str) -> list[str]:
+        evidence = [
+            make_evidence(text, run_id=run_id, claim_key="k", value=value, source_id=source)
+            for text, value, source in (
+                ("Sales rose 4%.", "4%", "s1"),
+                ("Sales rose 9%.", "9%", "s2"),
+            )
+        ]
+        by_id = {item.id: item.excerpt for item in evidence}
+        (contradiction,) = find_contradictions(evidence)
+        return [by_id[evidence_id] for evidence_id in contradiction.evidence_ids]
+
+    runs = [f"run-{n}" for n in range(12)]
+    assert {tuple(excerpts_listed(run)) for run in runs} == {("Sales rose 4%.", "Sales rose 9%.")}
 
 
 def test_equal_values_written_differently_do_not_conflict() -> None:

@@ -11,6 +11,7 @@ from research.engine.contracts import (
     Evidence,
     EvidenceScope,
 )
+from research.engine.ledger.evidence import content_order
 
 _NUMBER = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*(.*)$")
 _SCOPE_FIELDS = ("as_of", "geography", "population", "definition", "methodology")
@@ -78,7 +79,11 @@ def find_contradictions(evidence: Iterable[Evidence]) -> list[ContradictionCandi
                     )
                     for _, group in sorted(positions.items())
                 ],
-                evidence_ids=sorted(item.id for item in involved),
+                # Content order, not id order: ids are random per run, and the report quotes
+                # a conflict's evidence in this order.
+                evidence_ids=list(
+                    dict.fromkeys(item.id for item in sorted(involved, key=content_order))
+                ),
                 question_ids=sorted({qid for item in involved for qid in item.question_ids}),
                 scope_differences=_scope_differences(item.scope for item in involved),
             )

@@ -153,11 +153,10 @@ class Synthesis(Phase):
         except BudgetRefused:
             # The program's own report quotes every verified excerpt, not only those a
             # synthesis call would have had room for.
-            cited = sorted({item.source_id for item in view.evidence})
             everything = request.model_copy(
                 update={
                     "evidence": list(view.evidence),
-                    "sources": [summaries[sid] for sid in cited if sid in summaries],
+                    "sources": _summaries_of(view.evidence, summaries),
                 }
             )
             return write_extractive_report(everything, note=BUDGET_NOTE)
@@ -259,12 +258,8 @@ class Synthesis(Phase):
         # Half of the room goes to the first call; the repair round resends the report too.
         room = per_call // 2 - PROMPT_OVERHEAD_TOKENS - estimate_tokens(base.model_dump_json())
         chosen = _select_evidence(run.plan, view.evidence, contradictions, room)
-        cited_sources = sorted({item.source_id for item in chosen})
         return base.model_copy(
-            update={
-                "evidence": chosen,
-                "sources": [summaries[sid] for sid in cited_sources if sid in summaries],
-            }
+            update={"evidence": chosen, "sources": _summaries_of(chosen, summaries)}
         )
 
     def _methodology(self, run: RunContext, view: View) -> list[str]:
@@ -395,15 +390,26 @@ def _source_summaries(sources: Iterable[SourceRecord]) -> dict[str, SourceSummar
     }
 
 
+def _summaries_of(
+    evidence: Sequence[Evidence], summaries: dict[str, SourceSummary]
+) -> list[SourceSummary]:
+    """The summaries of the sources ``evidence`` quotes, by address and only then by id:
+    source ids are random per run, and the same question on the same web must give the same
+    request."""
+    cited = {item.source_id for item in evidence}
+    return sorted(
+        (summaries[sid] for sid in cited if sid in summaries),
+        key=lambda summary: (summary.url, summary.id),
+    )
+
+
 def _select_evidence(
     plan: ResearchPlan,
     evidence: Sequence[Evidence],
     contradictions: Sequence[ContradictionCandidate],
     room_tokens: int,
 ) -> list[Evidence]:
-    ranked = sorted(
-        evidence, key=lambda e: (-e.relevance_bp, -e.confidence_bp, content_order(e))
-    )
+    ranked = sorted(evidence, key=lambda e: (-e.relevance_bp, -e.confidence_bp, content_order(e)))
     order: list[Evidence] = []
     seen: set[str] = set()
 
