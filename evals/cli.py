@@ -7,6 +7,8 @@ task (never for the held-out set unless asked), the gates and a summary, writes 
 JSON under ``evals/results/`` and exits 1 when an enforced gate fails. ``table`` runs all three
 sets in one process and prints the Markdown tables of docs/evaluation.md. ``--record-baseline``
 stores what was measured in ``evals/baseline.json`` (do it deliberately, from full sets).
+``twice`` runs each task of a set more than once with our method and says which tasks gave
+differing run documents, and in which parts (held-out: counts only; ``evals/determinism.py``).
 """
 
 from __future__ import annotations
@@ -508,6 +510,64 @@ def table_command(args: argparse.Namespace) -> int:
     return finish(results, args=args, full=True, show_heldout_tasks=False, out=out)
 
 
+def twice_command(args: argparse.Namespace) -> int:
+    """Run each task of the chosen sets ``--runs`` times; exit 1 when any run differed."""
+    from evals.determinism import run_repeatedly, summary
+
+    out = sys.stdout
+    sets = list(dict.fromkeys(args.set or ["tune"]))
+    selection = args.tasks.split(",") if args.tasks else None
+    if args.runs < 2:
+        print(
+            "--runs must be at least 2: one run has nothing to be compared with.", file=sys.stderr
+        )
+        return 2
+    if HELDOUT_SET in sets and selection:
+        print(
+            "The held-out set is checked as a whole: --tasks would single out its tasks, which "
+            "nobody changing the method may see (evals/tasks/heldout/README.md).",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        for task_set in sets:
+            load_tasks(selection, task_set=task_set)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    differing = 0
+    with ExitStack() as stack:
+        try:
+            fictional_web, _ = stack.enter_context(isolated_django())
+        except ConfigError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        from django.test import override_settings
+
+        from evals.environment import BENCHMARK_RUNS_PER_HOUR
+        from evals.harness import run_task, web_for_set
+
+        # Every task runs --runs times within the hour: the per-user run quota must allow it.
+        quota = {"RESEARCH_MAX_RUNS_PER_USER_PER_HOUR": BENCHMARK_RUNS_PER_HOUR * args.runs}
+        for task_set in sets:
+            tasks = load_tasks(selection, task_set=task_set)
+            with web_for_set(task_set, fictional_web) as (web, _), override_settings(**quota):
+                out.write(f"\n== {task_set} set: {len(tasks)} tasks, {args.runs} runs each\n")
+                model = model_factory("extractive")
+                found = run_repeatedly(
+                    tasks,
+                    lambda task, web=web, model=model: (
+                        run_task(task, web=web, model=model).document
+                    ),
+                    runs=args.runs,
+                    readable=task_set != HELDOUT_SET,
+                    out=out,
+                )
+            out.write(summary(task_set, args.runs, found) + "\n")
+            differing += found.differing
+    return 1 if differing else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -547,7 +607,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="store what this run measured in evals/baseline.json",
     )
+    twice = commands.add_parser(
+        "twice",
+        help="run each task more than once and say which gave differing run documents",
+    )
+    twice.add_argument(
+        "--set", action="append", choices=TASK_SETS, help="task set (repeatable; default: tune)"
+    )
+    twice.add_argument("--tasks", help="comma-separated task ids or categories (not held-out)")
+    twice.add_argument("--runs", type=int, default=2, help="runs of each task (default: 2)")
     args = parser.parse_args(argv)
     if args.command == "table":
         return table_command(args)
+    if args.command == "twice":
+        return twice_command(args)
     return run_command(args)

@@ -3,19 +3,21 @@
 Every held-out task is run twice through the benchmark harness (the real pipeline with the
 extractive backend) and the two reports must be identical once the identifiers that differ
 by construction — run, source and evidence ids, which embed the run — are numbered in order
-of appearance. The test reports only how many tasks differed, never which or how: held-out
-tasks are not for reading while tuning (docs/evaluation.md).
+of appearance (evals/determinism.py). The test reports only how many tasks differed, never
+which or how: held-out tasks are not for reading while tuning (docs/evaluation.md);
+``python -m evals twice --set heldout`` says in which parts they differed, and
+``python -m evals twice --set tune`` shows the differences of readable tasks.
 """
 
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 from django.test import override_settings
 
 from evals.backends import model_factory
+from evals.determinism import comparable, differing_parts
 from evals.environment import BENCHMARK_RUNS_PER_HOUR
 from evals.harness import run_task
 from evals.taskset import load_tasks
@@ -23,41 +25,6 @@ from evals.taskset import load_tasks
 # Suite 1 only (.ci/run): every held-out task twice is most of a suite's time, and what it checks
 # (same question, same web, same report) is checked once per CI run.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.once_per_ci]
-
-# Run ids (UUIDs), evidence ids ("ev-" + 20 hex) and any other long hex or decimal id.
-_IDS = re.compile(
-    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|ev-[0-9a-f]{20}|"
-    r"\b[0-9a-f]{32,64}\b"
-)
-
-# The frozen web's port differs between processes (not within one test).
-_PORT = re.compile(r"(://[A-Za-z0-9.-]+):\d+")
-
-
-def comparable(document: dict) -> str:
-    """The parts of a run document a reader sees, with run-specific ids numbered in order."""
-    seen: dict[str, str] = {}
-
-    def number(match: re.Match[str]) -> str:
-        return seen.setdefault(match.group(0), f"id{len(seen)}")
-
-    source_ids = {s["id"]: s for s in document["sources"]}
-    shown = {
-        "status": document["status"],
-        "stop_reason": document["stop_reason"],
-        "plan": document["plan"],
-        "report": document["report"],
-        "report_markdown": document["report_markdown"],
-        "cited_sources": [
-            source_ids[c["evidence"]["source_id"]]["url"]
-            for c in document["citations"]
-            if c.get("evidence") and c["evidence"].get("source_id") in source_ids
-        ],
-        "searches": [s.get("query") for s in document["steps"] if s["kind"] == "search"],
-        "reads": sorted(s["url"] for s in document["sources"] if s["status"] == "fetched"),
-    }
-    text = _PORT.sub(r"\1", json.dumps(shown, sort_keys=True, ensure_ascii=False))
-    return _IDS.sub(number, text)
 
 
 def differing_runs(task_set: str, web) -> tuple[int, int]:
@@ -89,6 +56,8 @@ def test_two_runs_of_one_tune_task_are_compared_on_what_a_reader_sees(real_docs_
     changed = json.loads(json.dumps(second))
     changed["report_markdown"] += "\n- one more line"
     assert comparable(first) != comparable(changed)
+    assert differing_parts(first, second) == []
+    assert differing_parts(first, changed) == ["report_markdown"]
 
 
 def test_every_held_out_task_run_twice_gives_identical_reports(real_docs_hostile_web):

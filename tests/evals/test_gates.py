@@ -177,6 +177,9 @@ def test_recorded_figures_are_read_back_per_set_and_backend(tmp_path):
             ["run", "--set", "tune", "--tasks", "no_authoritative_source", "--record-baseline"],
             "full",
         ),
+        (["twice", "--set", "heldout", "--tasks", "documentation"], "checked as a whole"),
+        (["twice", "--set", "tune", "--runs", "1"], "at least 2"),
+        (["twice", "--set", "tune", "--tasks", "no-such-task"], "no-such-task"),
     ],
 )
 def test_the_cli_refuses_what_would_measure_nothing_or_show_held_out_tasks(argv, message, capsys):
