@@ -9,6 +9,8 @@ sets in one process and prints the Markdown tables of docs/evaluation.md. ``--re
 stores what was measured in ``evals/baseline.json`` (do it deliberately, from full sets).
 ``twice`` runs each task of a set more than once with our method and says which tasks gave
 differing run documents, and in which parts (held-out: counts only; ``evals/determinism.py``).
+``trace`` says, fact by fact, where a tune or fictional task's unstated gold facts were lost
+(``evals/trace.py``).
 """
 
 from __future__ import annotations
@@ -568,6 +570,49 @@ def twice_command(args: argparse.Namespace) -> int:
     return 1 if differing else 0
 
 
+def trace_command(args: argparse.Namespace) -> int:
+    """Run each chosen task once and write where its unstated gold facts were lost."""
+    from evals.trace import trace_facts, traced_client, write_traces
+
+    out = sys.stdout
+    if args.set == HELDOUT_SET:
+        print(
+            "The held-out set is never traced: its tasks' failures are not for reading while "
+            "the method changes (evals/tasks/heldout/README.md).",
+            file=sys.stderr,
+        )
+        return 2
+    selection = args.tasks.split(",") if args.tasks else None
+    try:
+        tasks = load_tasks(selection, task_set=args.set)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    with ExitStack() as stack:
+        try:
+            fictional_web, _ = stack.enter_context(isolated_django())
+        except ConfigError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        from evals.harness import run_task, web_for_set
+
+        with web_for_set(args.set, fictional_web) as (web, reference):
+            for task in tasks:
+                client, factory = traced_client(model_factory("extractive"))
+                run = run_task(task, web=web, model=factory, reference=reference)
+                traces = trace_facts(
+                    task,
+                    run.document,
+                    client.extractions,
+                    facts_stated=run.score.facts_stated,
+                    facts_in_evidence=run.score.facts_in_evidence,
+                    facts_on_pages_read=run.score.facts_on_pages_read,
+                )
+                write_traces(task, run.document, traces, out)
+                out.flush()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -616,7 +661,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     twice.add_argument("--tasks", help="comma-separated task ids or categories (not held-out)")
     twice.add_argument("--runs", type=int, default=2, help="runs of each task (default: 2)")
+    trace = commands.add_parser(
+        "trace", help="say where each unstated gold fact of a tune or fictional task was lost"
+    )
+    trace.add_argument("--set", choices=TASK_SETS, default="tune", help="task set (default: tune)")
+    trace.add_argument("--tasks", help="comma-separated task ids or categories (default: all)")
     args = parser.parse_args(argv)
+    if args.command == "trace":
+        return trace_command(args)
     if args.command == "table":
         return table_command(args)
     if args.command == "twice":

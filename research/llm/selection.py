@@ -244,10 +244,11 @@ def _is_value_block(page: "PassagePage", index: int, following: int) -> bool:
 
 
 def _score_question(
-    page: PassagePage, question: QuestionText
+    page: PassagePage, question: QuestionText, *, floors: bool = True
 ) -> tuple[dict[int, float], dict[int, float]]:
     """How well each passage answers ``question`` (relevance, 0–1) and the order to pick them
-    in; passages below the floors are left out.
+    in; passages below the floors are left out (all are kept with ``floors=False``, which
+    :func:`explain_question` uses to show where a passage stood).
 
     Relevance is the page-independent part of the score (coverage, proximity, heading, shape,
     penalties) rescaled to 0–1: the engine compares it across pages (0.5 answers), and BM25
@@ -305,7 +306,7 @@ def _score_question(
             # collection is first accessed, a SELECT is emitted"): they cost nothing.
             value -= page.length_cost(index)
         value = min(1.0, value / (1 - W_BM25))
-        if value >= MIN_RELEVANCE:
+        if value >= MIN_RELEVANCE or not floors:
             relevance[index] = value
             lift[index] = W_BM25 * (scores[index] / top if top > 0 else 0.0)
     _follow_announcements(page, relevance, procedure=procedure)
@@ -315,8 +316,43 @@ def _score_question(
     # cut the passages saying what to do about it. It is kept on its own score.
     others = [v for i, v in relevance.items() if i not in quoting]
     best = max(others or relevance.values(), default=0.0)
-    kept = {i: v for i, v in relevance.items() if i in quoting or v >= RELATIVE_FLOOR * best}
+    kept = {
+        i: v
+        for i, v in relevance.items()
+        if i in quoting or v >= RELATIVE_FLOOR * best or not floors
+    }
     return kept, {i: (1 - W_BM25) * v + lift.get(i, 0.0) for i, v in kept.items()}
+
+
+@dataclass(frozen=True)
+class ScoredPassage:
+    """One passage of a page as :func:`explain_question` shows it: its span, relevance (0–1),
+    place in the question's order (1 = picked first), and whether it passes the floors."""
+
+    start: int
+    end: int
+    relevance: float
+    rank: int
+    kept: bool
+
+
+def explain_question(
+    text: str, question: QuestionText, *, title: str = "", blocks: Sequence[Block] = ()
+) -> list[ScoredPassage]:
+    """Every passage of ``text`` scored for ``question``, in the order the selector would pick
+    them, with whether the floors keep it: what the evaluation's trace shows of a page that
+    holds a fact the evidence lacks (``python -m evals trace``). Nothing here changes what
+    :func:`select_passages` picks."""
+    page = PassagePage.build(text, title, blocks)
+    if page is None:
+        return []
+    kept, _ = _score_question(page, question)
+    relevance, order = _score_question(page, question, floors=False)
+    ranked = sorted(order, key=lambda i: (-order[i], i))
+    return [
+        ScoredPassage(*page.span(index), relevance[index], place, index in kept)
+        for place, index in enumerate(ranked, start=1)
+    ]
 
 
 def _definition_lead(
