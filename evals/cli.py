@@ -202,6 +202,16 @@ def check_backends(task_set: str, backends: Sequence[str]) -> None:
         )
 
 
+def start_django(stack: ExitStack) -> Any:
+    """Enter the benchmark's throwaway Django (``isolated_django``) on ``stack`` and return the
+    fictional frozen web it serves; raises ``SetupError`` when the configuration is refused."""
+    try:
+        fictional_web, _ = stack.enter_context(isolated_django())
+    except ConfigError as exc:
+        raise SetupError(str(exc)) from None
+    return fictional_web
+
+
 def run_sets(
     plan: Sequence[tuple[str, Sequence[str]]],
     *,
@@ -213,10 +223,7 @@ def run_sets(
     except for the held-out set (unless ``show_heldout_tasks``); raises ``SetupError``."""
     results: list[BackendResult] = []
     with ExitStack() as stack:
-        try:
-            fictional_web, _ = stack.enter_context(isolated_django())
-        except ConfigError as exc:
-            raise SetupError(str(exc)) from None
+        fictional_web = start_django(stack)
         from evals.harness import run_tasks, web_for_set
 
         for task_set, backends in plan:
@@ -540,8 +547,8 @@ def twice_command(args: argparse.Namespace) -> int:
     differing = 0
     with ExitStack() as stack:
         try:
-            fictional_web, _ = stack.enter_context(isolated_django())
-        except ConfigError as exc:
+            fictional_web = start_django(stack)
+        except SetupError as exc:
             print(exc, file=sys.stderr)
             return 2
         from django.test import override_settings
@@ -590,8 +597,8 @@ def trace_command(args: argparse.Namespace) -> int:
         return 2
     with ExitStack() as stack:
         try:
-            fictional_web, _ = stack.enter_context(isolated_django())
-        except ConfigError as exc:
+            fictional_web = start_django(stack)
+        except SetupError as exc:
             print(exc, file=sys.stderr)
             return 2
         from evals.harness import run_task, web_for_set

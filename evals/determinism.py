@@ -84,13 +84,19 @@ def comparable(document: dict[str, Any]) -> str:
 
 def differing_parts(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
     """The parts (:data:`PARTS`) in which two run documents differ, in that order."""
-    a, b = shown_parts(first), shown_parts(second)
+    return _differing(shown_parts(first), shown_parts(second))
+
+
+def _differing(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return [part for part in PARTS if a[part] != b[part]]
 
 
 def part_diff(first: dict[str, Any], second: dict[str, Any], part: str) -> list[str]:
     """The unified difference of one part of two run documents, at most DIFF_LINES lines."""
-    a, b = shown_parts(first)[part], shown_parts(second)[part]
+    return _diff_lines(shown_parts(first)[part], shown_parts(second)[part])
+
+
+def _diff_lines(a: Any, b: Any) -> list[str]:
     lines = difflib.unified_diff(
         json.dumps(a, indent=1, sort_keys=True, ensure_ascii=False).splitlines(),
         json.dumps(b, indent=1, sort_keys=True, ensure_ascii=False).splitlines(),
@@ -125,10 +131,10 @@ def run_repeatedly(
     counts only otherwise."""
     found = Repeated(tasks=len(tasks))
     for task in tasks:
-        first = run(task)
+        first = shown_parts(run(task))
         for _ in range(runs - 1):
-            later = run(task)
-            parts = differing_parts(first, later)
+            later = shown_parts(run(task))
+            parts = _differing(first, later)
             if not parts:
                 continue
             found.differing += 1
@@ -136,7 +142,7 @@ def run_repeatedly(
             if readable:
                 out.write(f"{task.id}: differs in {', '.join(parts)}\n")
                 for part in parts:
-                    out.write("\n".join(part_diff(first, later, part)) + "\n")
+                    out.write("\n".join(_diff_lines(first[part], later[part])) + "\n")
                 out.flush()
             break
     return found

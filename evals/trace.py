@@ -149,7 +149,11 @@ def trace_facts(
     requests it made) did not state, in the task's order; the fact lists are the scorer's
     (:class:`evals.scoring.TaskScore`)."""
     traces = []
-    stated, in_evidence = set(facts_stated), set(facts_in_evidence)
+    stated, in_evidence, on_pages = (
+        set(facts_stated),
+        set(facts_in_evidence),
+        set(facts_on_pages_read),
+    )
     evidence = [e for e in document.get("evidence", []) if not e.get("out_of_scope")]
     for fact in task.gold_facts:
         if fact.id in stated:
@@ -177,8 +181,10 @@ def trace_facts(
         ]
         if pages:
             stage = ON_PAGE
+        elif fact.id in on_pages:
+            stage = NOT_IN_SNAPSHOT
         else:
-            stage = NOT_IN_SNAPSHOT if fact.id in set(facts_on_pages_read) else NOT_READ
+            stage = NOT_READ
         traces.append(FactTrace(fact, stage, pages))
     return traces
 
