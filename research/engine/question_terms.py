@@ -48,6 +48,15 @@ _NAME_SCALE = 0.5
 # a part is shared with other names ("max" of "max_buffer"), yet prose about the name speaks
 # of it by its parts ("more than 10 listeners").
 _NAME_PART_SCALE = 0.5
+# A question that tells the asker's situation before it asks ("I deleted a lot of rows from
+# my database but the file is as big as before: how do I shrink it?") holds its key concepts
+# in the asking clause (Bendersky & Croft, "Discovering key concepts in verbose queries",
+# SIGIR 2008): a word only the story has weighs half an asked one, as a name does, since it
+# says where the asker stands rather than what the answer is about. Only when the asking
+# clause asks on its own, with at least _ASKED_ALONE terms besides the words naming the kind
+# of answer: a bare "…: why?" leans wholly on the story, and then every word counts fully.
+_STORY_SCALE = 0.5
+_ASKED_ALONE = 3
 # A quoted string of fewer content terms than this is a word in quotes ("the word 'lazy'"), no
 # phrase: a phrase match needs at least two terms in order to say more than the terms do.
 _MIN_PHRASE_TERMS = 2
@@ -150,7 +159,10 @@ _ASKS_YES_NO = re.compile(r"^(?:is|are|does|do|can|could|should|will|has|have|wa
 
 
 # Where a clause ends inside a question: after a sentence's end or a colon or semicolon.
-_CLAUSE_END = re.compile(r"(?<=[.!?:;])\s+")
+# A clause ends after a sentence's end, a colon or a semicolon, not after an ellipsis
+# ("INSERT ... ON CONFLICT") and not inside a quoted string (an error message quoted whole).
+_CLAUSE_END = re.compile(r"(?<=[.!?:;])(?<!\.\.)\s+")
+_QUOTES = re.compile(r'"[^"]*"|“[^”]*”|`[^`]*`')
 
 
 def asking_clause(question: str) -> str:
@@ -159,8 +171,31 @@ def asking_clause(question: str) -> str:
     "I am in 'detached HEAD' state: why?") asks in its last clause, and its grammar is read
     there (verbose queries: the question proper is a small part of a long request, Bendersky
     and Croft, SIGIR 2008). The whole text when no clause ends with a question mark."""
-    clauses = [part for part in _CLAUSE_END.split(question.strip()) if part.rstrip().endswith("?")]
-    return clauses[-1].strip() if clauses else question.strip()
+    text = question.strip()
+    quoted = [match.span() for match in _QUOTES.finditer(text)]
+    cuts = [
+        match.start()
+        for match in _CLAUSE_END.finditer(text)
+        if not any(start < match.start() < end for start, end in quoted)
+    ]
+    parts = [text[start:end] for start, end in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    clauses = [part.strip() for part in parts if part.rstrip().endswith("?")]
+    return clauses[-1] if clauses else text
+
+
+def story_terms(question: str) -> set[str]:
+    """The terms only the story of ``question`` has, when its asking clause asks on its own
+    (:data:`_ASKED_ALONE` terms or more besides the words naming the kind of answer); empty
+    otherwise. "I deleted rows but the file is as big as before: how do I shrink the
+    file?" → {delet, row, big} (stemmed)."""
+    clause = asking_clause(question)
+    if clause == question.strip():
+        return set()
+    filler = question_filler(question) | ASKER_WORDS
+    asked = set(content_terms(clause, drop=filler))
+    if len(asked - answer_type_terms(clause).keys()) < _ASKED_ALONE:
+        return set()
+    return set(content_terms(question, drop=filler)) - asked
 
 
 def question_kind(question: str) -> QuestionKind:
@@ -441,8 +476,11 @@ def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str
     filler = question_filler(question) | ASKER_WORDS
     sequence = content_terms(question, drop=filler)
     parts = name_part_terms(question, drop=filler)
+    story = story_terms(question)
     query = {
-        term: (_NAME_SCALE if term in names else 1.0) * (_NAME_PART_SCALE if term in parts else 1.0)
+        term: (_NAME_SCALE if term in names else 1.0)
+        * (_NAME_PART_SCALE if term in parts else 1.0)
+        * (_STORY_SCALE if term in story else 1.0)
         for term in sequence
     }
     # Words in a row, with no stop word between them: "battery energy losses".

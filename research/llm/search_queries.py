@@ -8,7 +8,7 @@ the overall objective (see its docstring). The plan itself is :mod:`research.llm
 
 import re
 
-from research.engine.question_terms import ASKER_WORDS
+from research.engine.question_terms import ASKER_WORDS, asking_clause, story_terms
 from research.engine.text import QUESTION_FILLER, fold, keywords, stem, word_set
 from research.llm.wording import CONVERSE
 
@@ -86,6 +86,21 @@ def _shortened(words: list[str], count: int) -> list[str]:
     return [*words[:count], *names]
 
 
+def _asked_first(question: str) -> list[str]:
+    """The question's keywords, those of its asking clause first when it tells the asker's
+    situation before asking on its own (:func:`research.engine.question_terms.story_terms`):
+    a search keeps only its first :data:`_QUERY_WORDS` words, and a long story would fill them
+    all ("nightly export stalls hour every morning kiln restarts", never reaching "validate
+    pooled sockets"). Key concepts of verbose queries (Bendersky & Croft, SIGIR 2008) and
+    query reduction (Kumaran & Carvalho, SIGIR 2009)."""
+    words = _query_words(question)
+    if not story_terms(question):
+        return words
+    asked = _query_words(asking_clause(question))
+    seen = {stem(fold(word.strip('"'))) for word in asked}
+    return [*asked, *(word for word in words if stem(fold(word.strip('"'))) not in seen)]
+
+
 def search_queries(
     question: str, *, objective: str = "", requires_primary: bool = False
 ) -> list[str]:
@@ -99,13 +114,22 @@ def search_queries(
     overall objective the sub-question lacks. They differ in content words, so the engine never
     treats them as equivalent searches.
     """
-    words = _query_words(question)[:_QUERY_WORDS] or _query_words(objective)[:_QUERY_WORDS]
+    words = _asked_first(question)[:_QUERY_WORDS] or _query_words(objective)[:_QUERY_WORDS]
     base = " ".join(words)
     queries = [base]
+    clause = asking_clause(question)
     expansion = (
         "official report"
         if requires_primary
-        else next((word for pattern, word in _EXPANSIONS if pattern.search(question)), None)
+        else next(
+            (
+                word
+                for text in dict.fromkeys((question, clause))
+                for pattern, word in _EXPANSIONS
+                if pattern.search(text)
+            ),
+            None,
+        )
     )
     present = {stem(fold(word)) for word in words}
     if expansion is None and len(words) > _SHORT_QUERY_WORDS:

@@ -134,6 +134,50 @@ def test_question_kinds_are_read_from_grammar() -> None:
         assert question_kind(question) == kind, question
 
 
+def test_the_asking_clause_skips_ellipses_and_quoted_strings() -> None:
+    from research.engine.question_terms import asking_clause
+
+    # an ellipsis inside the question is no clause end
+    question = "Since which Quill release can I write MERGE ... ON CLASH KEEP?"
+    assert asking_clause(question) == question
+    # nor is a sentence end inside a quoted message
+    assert asking_clause('Quill prints "Lock held. Retry later." on start: what does it mean?') == (
+        "what does it mean?"
+    )
+    assert asking_clause("The kiln log shows gaps; how do I fill them in?") == "how do I fill them in?"
+
+
+def test_story_words_weigh_half_when_the_asking_clause_asks_on_its_own() -> None:
+    from research.engine.question_terms import question_terms, story_terms
+
+    verbose = (
+        "Our nightly export stalls for an hour after the kiln restarts: how do I make Ferrite "
+        "validate pooled sockets before lending them?"
+    )
+    story = story_terms(verbose)
+    assert {"export", "stall", "hour", "kiln", "restart"} <= story
+    assert not {"valid", "pool", "socket", "lend"} & story
+    weights, _ = question_terms(verbose)
+    assert weights["export"] == weights["socket"] / 2
+    # a bare "…: why?" leans wholly on the story, whose words then count fully
+    assert story_terms("Our nightly export stalls for an hour after the kiln restarts: why?") == set()
+    assert story_terms("How do I make Ferrite validate pooled sockets?") == set()
+
+
+def test_a_verbose_question_is_searched_for_what_it_asks_first() -> None:
+    from research.llm.search_queries import search_queries
+
+    verbose = (
+        "Our nightly export stalls for an hour every morning after the kiln restarts: how do I "
+        "make Ferrite validate pooled sockets before lending them?"
+    )
+    first = search_queries(verbose)[0].split()
+    assert first[:4] == ["make", "Ferrite", "validate", "pooled"]
+    assert "lending" in first
+    # the kind of answer is read in the asking clause: "…: why?" asks for causes
+    assert search_queries("Our export stalls after the kiln restarts: why?")[1].endswith("causes")
+
+
 def test_proximity_is_the_minimal_window_covering_the_matched_terms() -> None:
     from research.llm.selection import min_cover_proximity
 
