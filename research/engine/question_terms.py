@@ -130,8 +130,20 @@ _ANSWER_NOUN_KINDS = {
     "reason": "cause",
 }
 _ANSWER_NOUNS = {stem(noun): kind for noun, kind in _ANSWER_NOUN_KINDS.items()}
-# "which SQLite release", "what date": the head noun is one of the two words after the wh-word.
-_WH_HEAD = re.compile(r"\b(?:what|which)\s+(\w+)(?:\s+(\w+))?", re.I)
+# "which SQLite release", "what date": the head noun is one of the two words after the wh-word,
+# or after the copula and its article ("what is the size of …", "what was the release date of
+# …"): Li & Roth's head word of "what is the X of Y" is X, not "is".
+_WH_HEAD = re.compile(
+    r"\b(?:what|which)\s+(?:(?:is|are|was|were)\s+(?:the\s+|an?\s+)?)?(\w+)(?:\s+(\w+))?",
+    re.I,
+)
+# An extreme of a measure ("the maximum delay", "the largest value") asks for an amount, as
+# "how ADJ" with a measure adjective does: the Latin superlatives and the superlatives of the
+# measure adjectives that are not measured in time.
+_EXTREMES = word_set(
+    "maximum minimum longest shortest tallest highest lowest widest deepest biggest largest "
+    "smallest heaviest fastest slowest farthest furthest"
+)
 _HOW = re.compile(r"^how\s+(\w+)(?:\s+(\w+))?", re.I)
 _ASKS_COMPARISON = re.compile(
     r"\b(?:differ\w*|difference|compare\w*|versus|vs\.?|\w+er than|(?:more|less) \w+ than)\b|"
@@ -345,6 +357,9 @@ def _head_kinds(question: str) -> dict[str, str]:
             term = stem(fold(word)) if word else ""
             if term in _ANSWER_NOUNS:
                 found[term] = _ANSWER_NOUNS[term]
+                break
+            if word and fold(word) in _EXTREMES:
+                found[term] = "quantity"
                 break
     return found
 

@@ -129,6 +129,13 @@ def test_question_kinds_are_read_from_grammar() -> None:
         "I am in 'draining' state: why?": QuestionKind("cause"),
         "I rebuilt the index twice. Does the old cache still apply?": QuestionKind("yesno"),
         "The kiln log shows gaps; how do I fill them in?": QuestionKind("procedure"),
+        # the head noun after the copula and its article: "what is the X of Y" asks for X
+        "What is the size of a Quill pool?": QuestionKind("quantity"),
+        "What was the release date of Quill 2?": QuestionKind("date"),
+        # an extreme of a measure asks for an amount, as "how long" does
+        "What is the maximum delay the scheduler accepts?": QuestionKind("quantity"),
+        "What is the largest value a Quill counter can hold?": QuestionKind("quantity"),
+        "What is a shallow pool in Quill?": QuestionKind("definition"),
     }
     for question, kind in cases.items():
         assert question_kind(question) == kind, question
