@@ -139,7 +139,7 @@ _WH_HEAD = re.compile(
 )
 # An extreme of a measure ("the maximum delay", "the largest value") asks for an amount, as
 # "how ADJ" with a measure adjective does: the Latin superlatives and the superlatives of the
-# measure adjectives that are not measured in time.
+# measure adjectives, less those of time ("the latest release" asks a date, "the oldest" an age).
 _EXTREMES = word_set(
     "maximum minimum longest shortest tallest highest lowest widest deepest biggest largest "
     "smallest heaviest fastest slowest farthest furthest"
@@ -170,7 +170,6 @@ _ASKS_YES_NO = re.compile(r"^(?:is|are|does|do|can|could|should|will|has|have|wa
                           re.I)
 
 
-# Where a clause ends inside a question: after a sentence's end or a colon or semicolon.
 # A clause ends after a sentence's end, a colon or a semicolon, not after an ellipsis
 # ("INSERT ... ON CONFLICT") and not inside a quoted string (an error message quoted whole).
 _CLAUSE_END = re.compile(r"(?<=[.!?:;])(?<!\.\.)\s+")
@@ -384,6 +383,10 @@ def wanted_value(question: str) -> tuple[str, re.Pattern[str]] | None:
     for asks, name, shape in _VALUE_QUESTIONS:
         if asks.search(text):
             return name, shape
+    # "What is the size of …", "the maximum delay …": a head noun asking an amount, as
+    # question_kind reads it, wants a figure too.
+    if "quantity" in _head_kinds(asking_clause(text)).values():
+        return "a figure", _QUANTITY
     return None
 
 

@@ -85,6 +85,17 @@ def test_a_release_number_or_a_date_is_no_count():
     assert _gaps(question, "The Zircon repository holds 55733 commits.") == []
 
 
+def test_a_head_noun_asking_an_amount_wants_a_figure():
+    # "the maximum …" and "the size of …" ask an amount as "how many" does (question_kind)
+    for question in (
+        "What is the maximum delay the Zircon scheduler accepts?",
+        "What is the size of a Zircon repository pack?",
+    ):
+        gap = [f"No quoted excerpt states a figure for: {question}"]
+        assert _gaps(question, "The Zircon scheduler accepts a delay for each repository pack.") == gap
+        assert _gaps(question, "A Zircon repository pack and a scheduler delay hold at most 4096 units.") == []
+
+
 def test_a_question_whose_subject_no_evidence_names_labels_no_answer():
     question = "How do I deploy a Quillpad server on Tallowbox?"
     plan = make_plan(question)
