@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from research.engine.text import (
     STOP_WORDS,
@@ -194,19 +195,20 @@ def asking_clause(question: str) -> str:
     return clauses[-1] if clauses else text
 
 
-def story_terms(question: str) -> set[str]:
+@cache
+def story_terms(question: str) -> frozenset[str]:
     """The terms only the story of ``question`` has, when its asking clause asks on its own
     (:data:`_ASKED_ALONE` terms or more besides the words naming the kind of answer); empty
     otherwise. "I deleted rows but the file is as big as before: how do I shrink the
     file?" → {delet, row, big} (stemmed)."""
     clause = asking_clause(question)
     if clause == question.strip():
-        return set()
+        return frozenset()
     filler = question_filler(question) | ASKER_WORDS
     asked = set(content_terms(clause, drop=filler))
     if len(asked - answer_type_terms(clause).keys()) < _ASKED_ALONE:
-        return set()
-    return set(content_terms(question, drop=filler)) - asked
+        return frozenset()
+    return frozenset(content_terms(question, drop=filler)) - asked
 
 
 def question_kind(question: str) -> QuestionKind:
