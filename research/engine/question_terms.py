@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 
 from research.engine.text import (
     STOP_WORDS,
@@ -195,7 +195,13 @@ def asking_clause(question: str) -> str:
     return clauses[-1] if clauses else text
 
 
-@cache
+# Question texts whose story terms are kept: a run asks a handful (its objective and at most six
+# sub-questions) for every page it reads, so this holds a few hundred runs' questions while a
+# long-running worker's memory stays bounded.
+_STORY_CACHE_SIZE = 1024
+
+
+@lru_cache(maxsize=_STORY_CACHE_SIZE)
 def story_terms(question: str) -> frozenset[str]:
     """The terms only the story of ``question`` has, when its asking clause asks on its own
     (:data:`_ASKED_ALONE` terms or more besides the words naming the kind of answer); empty
@@ -385,8 +391,8 @@ def wanted_value(question: str) -> tuple[str, re.Pattern[str]] | None:
     for asks, name, shape in _VALUE_QUESTIONS:
         if asks.search(text):
             return name, shape
-    # "What is the size of …", "the maximum delay …": a head noun asking an amount, as
-    # question_kind reads it, wants a figure too.
+    # "What is the size of …", "the maximum delay …": a head noun of the asking clause asking an
+    # amount (read by _head_kinds, as question_kind reads head nouns) wants a figure too.
     if "quantity" in _head_kinds(asking_clause(text)).values():
         return "a figure", _QUANTITY
     return None
