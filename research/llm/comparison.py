@@ -229,6 +229,12 @@ _PATTERNS = (
         rf"^which\s+(?:one\s+)?should\s+(?:i|we)\s+(?P<verb>{_CHOICE})\s*[,:]?\s+(?P<a>.+?)\s+or"
         r"\s+(?P<b>.+?)$",
     ),
+    (
+        # "X or Y: which should I use in Z?": the alternatives named first, then the choice.
+        "choice",
+        r"^(?P<a>[^:]+?)\s+or\s+(?P<b>[^:]+?)\s*:\s*which\s+(?:one\s+)?(?:should|shall)\s+"
+        rf"(?:i|we)\s+(?P<verb>{_CHOICE})(?P<rest>\s+.+)?$",
+    ),
     ("versus", r"^(?P<a>.+?)\s+(?:vs\.?|versus)\s+(?P<b>.+?){facets}$"),
 )
 

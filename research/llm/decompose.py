@@ -86,6 +86,9 @@ class Subject:
     entity: str
     measure: str
     context: str = ""
+    # "How many lines of history does X keep": what was counted, the plural that "they" and
+    # "them" in a follow-up agree with ("where does it save them" → the lines of history).
+    counted: str = ""
 
     def __bool__(self) -> bool:
         return bool(self.entity)
@@ -135,7 +138,10 @@ def find_subject(first_part: str) -> Subject:
         entity = " ".join(_cut_at_verb(quantity.group("y").split()))
         noun = "number" if quantity.group("kind").casefold() == "many" else "amount"
         counted = quantity.group("x")
-        return Subject(entity, f"the {noun} of {counted} of {entity}", f"{counted} of {entity}")
+        plural = counted if noun == "number" else ""
+        return Subject(
+            entity, f"the {noun} of {counted} of {entity}", f"{counted} of {entity}", plural
+        )
     measure = re.match(rf"^how\s+\w+\s+(?P<aux>{_AUX})\s+(?P<x>.+)$", text, re.IGNORECASE)
     if measure:
         words = measure.group("x").split()
@@ -194,6 +200,14 @@ _LISTED_TAIL = re.compile(
 )
 
 
+_BRACKETS = ("()", "[]", "{}")
+
+
+def _unbalanced(text: str) -> bool:
+    """Whether ``text`` opens or closes a bracket it does not close or open."""
+    return any(text.count(pair[0]) != text.count(pair[1]) for pair in _BRACKETS)
+
+
 def _listed_items(part: str) -> tuple[str, list[str], str] | None:
     """ "…on weight, blood sugar and cholesterol" → (head, items, tail) when the items are short."""
     match = _LISTED_TAIL.match(part)
@@ -202,6 +216,10 @@ def _listed_items(part: str) -> tuple[str, list[str], str] | None:
         return None
     items = split_list(match.group("list"))
     if not 2 <= len(items) <= 5 or any(len(item.split()) > 4 for item in items):
+        return None
+    if any(_unbalanced(item) for item in items):
+        # "…on a network drive (NFS or SMB share)": the list is inside an aside, which
+        # qualifies one item ("a network drive"); it lists no items of the head's own.
         return None
     if any(re.match(rf"^(?:\w+\s+)?{_WH}\b", item, re.IGNORECASE) for item in items):
         # "…in 2025, and on which dates?" asks a second question, it lists no items.
@@ -269,9 +287,15 @@ def _resolve_references(part: str, subject: Subject, first_part: str = "") -> st
     entity = subject.entity
 
     def replace(match: re.Match[str]) -> str:
-        if match.group(1).casefold() in ("its", "their"):
-            return f"{entity}'" if entity.endswith("s") else f"{entity}'s"
-        return entity
+        pronoun = match.group(1).casefold()
+        if subject.counted and pronoun in ("they", "them", "their"):
+            # A plural pronoun agrees with the counted plural, not the singular thing.
+            thing = subject.counted
+        else:
+            thing = entity
+        if pronoun in ("its", "their"):
+            return f"{thing}'" if thing.endswith("s") else f"{thing}'s"
+        return thing
 
     resolved = _PERSONAL_PRONOUN.sub(replace, part)
     resolved = _DEMONSTRATIVE.sub(lambda match: subject.measure, resolved)
@@ -424,6 +448,19 @@ def _move_setting(text: str) -> str:
     return f"{match.group('rest').rstrip(' ?')} {match.group('lead')[:1].lower()}{match.group('lead')[1:]}"
 
 
+def split_afterword(asked: str) -> tuple[str, str]:
+    """The question and the statements the asker adds after it ("What does X do? I see it in
+    every tutorial."): what follows the last question mark, when it asks nothing itself (no
+    question mark, no question word, auxiliary or instruction at its start). The statement is
+    the asker's situation, kept in each part's rationale; asked as a part of its own it would
+    become "What is known about I see …?"."""
+    head, mark, tail = asked.rpartition("?")
+    tail = tail.strip()
+    if not mark or not tail or not content_terms(head) or _QUESTION_START.match(tail):
+        return asked, ""
+    return f"{head}?", tail
+
+
 def _with_context(question: SubQuestion, context: str, situation: str = "") -> SubQuestion:
     if not context:
         return question
@@ -432,7 +469,7 @@ def _with_context(question: SubQuestion, context: str, situation: str = "") -> S
     if situation:
         rationale = f"{rationale} Asked in this situation: {situation}."
     return SubQuestion(
-        f"{context}: {text[:1].lower()}{text[1:]}",
+        f"{context[:1].upper()}{context[1:]}: {text[:1].lower()}{text[1:]}",
         rationale,
         question.priority,
         question.requires_primary,
@@ -443,6 +480,7 @@ def decompose(objective: str, *, limit: int = 6) -> Decomposition:
     """Break ``objective`` into at most ``limit`` sub-questions (at least one)."""
     context, asked = split_context(objective)
     context, situation = context_focus(context)
+    asked, afterword = split_afterword(asked)
     asked = _move_setting(asked)
     parts = split_parts(asked, keep_bare=True) or [_clean(asked)]
     subject = find_subject(parts[0])
@@ -491,6 +529,16 @@ def decompose(objective: str, *, limit: int = 6) -> Decomposition:
         )
         questions.append(SubQuestion(question, reason))
     questions = [_with_context(question, context, situation) for question in questions]
+    if afterword:
+        questions = [
+            SubQuestion(
+                question.text,
+                f"{question.rationale} The asker adds: {afterword}",
+                question.priority,
+                question.requires_primary,
+            )
+            for question in questions
+        ]
     unique: list[SubQuestion] = []
     for question in questions:
         # The same words asked with another wh-word ("Why is X free?" after "Is X free?") is

@@ -2,7 +2,9 @@
 :mod:`research.llm.comparison`).
 
 ``VERBS`` are verbs that end the subject of a question ("When did the extension *open*"), so a
-question's subject is the words before them; ``COMPARATIVES`` map irregular and common
+question's subject is the words before them: the verbs a question about an event or an amount
+asks with — of change, possession, production and capacity ("How many lines does the shell
+*keep*", "… does the pool *hold*"); ``COMPARATIVES`` map irregular and common
 comparatives to the adjective a per-side question asks with ("safer" → "How safe is X").
 """
 
@@ -87,7 +89,9 @@ VERBS = word_set(
     require requires take takes took generate generates change changes changed apply applies start
     starts end ends rise rises rose fall falls fell increase increases decrease decreases open
     opens close closes begin begins last lasts launch launches finish finishes peak peaks grow
-    grows happen happens occur occurs find finds show shows say says work works"""
+    grows happen happens occur occurs find finds show shows say says work works keep keeps kept
+    hold holds held store stores stored contain contains allow allows accept accepts support
+    supports handle handles"""
 )
 COMPARATIVES = {
     "better": "good",

@@ -23,9 +23,11 @@ _AUXILIARIES = word_set(
     won't can't don't doesn't didn't isn't aren't wasn't"""
 )
 # Shapes that only a broken template produces: a wh-word where a noun belongs ("about the
-# which one…"), a "between" with one end ("between 1850?"), a doubled article.
+# which one…"), a "between" with one end ("between 1850?", "between Quill?"; "between
+# sessions?" is a plural, no range), a doubled article.
 _BROKEN = re.compile(
-    r"\b(?:the|of|about)\s+(?:which|what|how)\b|\bbetween\s+\S+\?$|\b(the|a)\s+\1\b|"
+    r"\b(?:the|of|about)\s+(?:which|what|how)\b|\bbetween\s+(?-i:\d|[A-Z])\S*\?$|"
+    r"\b(the|a)\s+\1\b|"
     r"\bknown about (?:In|On|For)\b",
     re.IGNORECASE,
 )

@@ -211,3 +211,36 @@ def test_a_reported_statement_keeps_its_clause_and_leaves_the_situation_out():
     # a statement reporting nothing stays whole, and "says hello" reports no clause
     assert _texts("Ferrite says hello on start. Why?") == ["Ferrite says hello on start: why?"]
     assert _texts("The Zircon docs say that pools are shared. Why?") == ["Pools are shared: why?"]
+
+
+def test_a_list_inside_brackets_is_an_aside_not_items_to_split():
+    question = "Can several hosts share one Quill file that sits on a network drive (NFS or SMB share)?"
+    assert _texts(question) == [question]
+    assert _texts("What does Tarn do on pay, housing and commuting?") == [
+        "What does Tarn do on pay?",
+        "What does Tarn do on housing?",
+        "What does Tarn do on commuting?",
+    ]
+
+
+def test_alternatives_named_before_which_should_i_use_are_a_choice():
+    assert _texts("Pool.take or Pool.drain: which should I use in Quill, and how do they differ?") == [
+        "What are the strengths and weaknesses of using Pool.take in Quill?",
+        "What are the strengths and weaknesses of using Pool.drain in Quill?",
+        "Pool.take or Pool.drain: which should I use in Quill?",
+        "How does Pool.take differ from Pool.drain?",
+    ]
+
+
+def test_a_statement_after_the_question_is_kept_in_the_rationale_not_asked():
+    plan = decompose("What does Pool.drain actually do in Quill? I see it in every tutorial.")
+    assert [question.text for question in plan.questions] == [
+        "What does Pool.drain actually do in Quill?"
+    ]
+    assert "I see it in every tutorial" in plan.questions[0].rationale
+    # an instruction or a question after the question is still asked
+    assert _texts("What is Quill? Explain its history.") == [
+        "What is Quill?",
+        "What is known about Quill's history?",
+    ]
+    assert _texts("What is Quill? Why is it slow?") == ["What is Quill?", "Why is Quill slow?"]
