@@ -461,19 +461,22 @@ def split_afterword(asked: str) -> tuple[str, str]:
     return f"{head}?", tail
 
 
-def _with_context(question: SubQuestion, context: str, situation: str = "") -> SubQuestion:
-    if not context:
+def _with_context(
+    question: SubQuestion, context: str, situation: str = "", afterword: str = ""
+) -> SubQuestion:
+    """``question`` led by the statements before it (``context``), with the situation they
+    were said in and the asker's afterword in its rationale."""
+    if not (context or afterword):
         return question
     text = question.text
     rationale = question.rationale
-    if situation:
-        rationale = f"{rationale} Asked in this situation: {situation}."
-    return SubQuestion(
-        f"{context[:1].upper()}{context[1:]}: {text[:1].lower()}{text[1:]}",
-        rationale,
-        question.priority,
-        question.requires_primary,
-    )
+    if context:
+        text = f"{context[:1].upper()}{context[1:]}: {text[:1].lower()}{text[1:]}"
+        if situation:
+            rationale = f"{rationale} Asked in this situation: {situation}."
+    if afterword:
+        rationale = f"{rationale} The asker adds: {afterword}"
+    return SubQuestion(text, rationale, question.priority, question.requires_primary)
 
 
 def decompose(objective: str, *, limit: int = 6) -> Decomposition:
@@ -528,17 +531,9 @@ def decompose(objective: str, *, limit: int = 6) -> Decomposition:
             f"The {wh} part of the question." if wh and len(parts) > 1 else "The question as asked."
         )
         questions.append(SubQuestion(question, reason))
-    questions = [_with_context(question, context, situation) for question in questions]
-    if afterword:
-        questions = [
-            SubQuestion(
-                question.text,
-                f"{question.rationale} The asker adds: {afterword}",
-                question.priority,
-                question.requires_primary,
-            )
-            for question in questions
-        ]
+    questions = [
+        _with_context(question, context, situation, afterword) for question in questions
+    ]
     unique: list[SubQuestion] = []
     for question in questions:
         # The same words asked with another wh-word ("Why is X free?" after "Is X free?") is
