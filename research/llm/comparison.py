@@ -52,6 +52,8 @@ _CHOICE_VERBS = {
     "install": "installing",
 }
 _CHOICE = "|".join(_CHOICE_VERBS)
+# "each", "each one", "either": a word standing for every side in turn.
+_EACH = re.compile(r"\b(?:each|either)(?:\s+one)?\b(?!\s+(?:of|other)\b)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ class Comparison:
     # of each side covers "and the other way round" too (the swapped question has the same
     # terms and searches).
     action: str = ""
+    # "X vs Y: which commits does each one list?": the question asked of each side in turn.
+    each: str = ""
 
     @property
     def topics(self) -> list[str]:
@@ -311,6 +315,10 @@ def find_comparison(part: str, *, subject: str = "") -> Comparison | None:
             a, distributed_b = _distribute(a, b)
             distributed = distributed_b != b
         action = groups["verb"] if kind == "contrast" else ""
+        each = ""
+        if asked and _EACH.search(asked):
+            # "…: which commits does each one list?" asks the same question of both sides.
+            each = asked
         if kind in ("choice", "contrast"):
             asked = text
         elif asked:
@@ -328,6 +336,7 @@ def find_comparison(part: str, *, subject: str = "") -> Comparison | None:
             choice=_CHOICE_VERBS.get((groups.get("verb") or "").casefold(), ""),
             asked=asked,
             action=action,
+            each=each,
         )
     return None
 
@@ -359,6 +368,8 @@ def _plural(item: str) -> bool:
 
 def _side_question(comparison: Comparison, item: str, tail: str) -> str:
     facets = comparison.facets
+    if comparison.each:
+        return _EACH.sub(item, comparison.each, count=1)
     does = "do" if _plural(item) else "does"
     if comparison.action:
         return f"What {does} {item} {comparison.action}{tail}"
@@ -401,7 +412,15 @@ def comparison_questions(comparison: Comparison) -> list[SubQuestion]:
         for item in comparison.items
     ]
     both = "do" if _plural(a) else "does"
-    if comparison.asked:
+    if comparison.each:
+        # The question asked of each side is above; together they ask how the sides differ.
+        questions.append(
+            SubQuestion(
+                as_question(f"How {both} {a} differ from {b}{tail}"),
+                "The comparison the question asks for.",
+            )
+        )
+    elif comparison.asked:
         questions.append(
             SubQuestion(as_question(comparison.asked), "The comparison the question asks for.")
         )

@@ -89,6 +89,11 @@ class Subject:
     # "How many lines of history does X keep": what was counted, the plural that "they" and
     # "them" in a follow-up agree with ("where does it save them" → the lines of history).
     counted: str = ""
+    # The first part's subject could not be cut from its verb ("Which hosts run the Tarn
+    # daemon", "Which port does the Tarn daemon listen on": no verb we know ends the noun
+    # phrase), so ``entity`` is a clause: a pronoun in a later part is left as asked, with
+    # the first question before it.
+    clause: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.entity)
@@ -99,6 +104,13 @@ def _cut_at_verb(words: list[str]) -> list[str]:
         if index and (fold(word) in _VERBS or (word.islower() and word.endswith("ed"))):
             return words[:index]
     return words
+
+
+# A degree or focus adverb in -ly between the question word and its auxiliary ("What
+# *exactly* is …", "What *really* causes …") or before the question word ("*Roughly* how
+# many …"): it qualifies the asking, not the thing asked about. Four letters or more before
+# the suffix, so "only", "early" and "apply" are not read as one.
+_LY_ADVERB = r"(?-i:[a-z]{4,}ly|[A-Z][a-z]{3,}ly)"
 
 
 # "How do I undo a commit", "How can we log the queries": a question about what the asker
@@ -135,12 +147,20 @@ def find_subject(first_part: str) -> Subject:
         rf"^how\s+(?P<kind>many|much)\s+(?P<x>.+?)\s+{_AUX}\s+(?P<y>.+)$", text, re.IGNORECASE
     )
     if quantity:
-        entity = " ".join(_cut_at_verb(quantity.group("y").split()))
+        words = quantity.group("y").split()
+        entity = " ".join(_cut_at_verb(words))
         noun = "number" if quantity.group("kind").casefold() == "many" else "amount"
         counted = quantity.group("x")
         plural = counted if noun == "number" else ""
+        # "How many threads can send on one channel": the counted things are the subject and
+        # what follows the auxiliary is their verb, not a thing "it" could mean.
+        clause = len(entity.split()) == len(words)
         return Subject(
-            entity, f"the {noun} of {counted} of {entity}", f"{counted} of {entity}", plural
+            entity,
+            f"the {noun} of {counted} of {entity}",
+            f"{counted} of {entity}",
+            plural,
+            clause=clause,
         )
     measure = re.match(rf"^how\s+\w+\s+(?P<aux>{_AUX})\s+(?P<x>.+)$", text, re.IGNORECASE)
     if measure:
@@ -154,13 +174,23 @@ def find_subject(first_part: str) -> Subject:
         # "How do I show the SQL that … emits": what the asker acts on is what "it" means.
         entity = _cut_at_clause(actor.group("object"))
         return Subject(entity, entity)
-    lead = re.sub(rf"^(?:{_WH}\s+)?(?:{_AUX}\s+)?", "", text, flags=re.IGNORECASE)
+    lead = re.sub(
+        rf"^(?:{_WH}\s+)?(?:{_LY_ADVERB}\s+)?(?:{_AUX}\s+)?", "", text, flags=re.IGNORECASE
+    )
     lead = re.sub(r"^(?:caused|causes|cause|drives|drove|explains?)\s+", "", lead, flags=re.I)
     did = re.match(rf"^(?i:{_WH}\s+(?:do|does|did)\s+)(?P<x>.+?)\s+(?P<verb>[a-z]+)$", text)
     if did and (fold(did.group("verb")) in _VERBS or len(did.group("x").split()) == 1):
         # "When did the line 14 extension open", "How does CRISPR work": the last word is the
         # verb, not the thing.
         return Subject(did.group("x"), did.group("x"))
+    if re.match(rf"^{_WH}\s+(?:do|does|did)\s", text, re.IGNORECASE):
+        # "How does the Tarn pool handle stale connections": the subject ends at its verb;
+        # when no verb we know ends it ("How does X compare with Y"), it is a clause.
+        words = lead.split()
+        cut = _cut_at_verb(words)
+        if len(cut) < len(words):
+            return Subject(" ".join(cut), " ".join(cut))
+        return Subject(_cut_at_clause(lead), lead, clause=True)
     listed = _listed_items(lead)
     if listed is not None:
         # "the effects of remote work on pay, housing and commuting" is about remote work's
@@ -170,9 +200,15 @@ def find_subject(first_part: str) -> Subject:
         )
         lead = head.strip() or lead
         return Subject(lead, lead)
-    if re.match(rf"^(?:what|which)\s+(?!{_AUX}\b)", text, re.IGNORECASE):
-        # "Which grant rules change in 2024": the words before the verb.
-        lead = " ".join(_cut_at_verb(lead.split()))
+    if re.match(rf"^(?:what|which)\s+(?!(?:{_LY_ADVERB}\s+)?{_AUX}\b)", text, re.IGNORECASE):
+        # "Which grant rules change in 2024": the words before the verb. A which-question
+        # always has a verb; when none we know ends the noun phrase ("Which hosts run …"), or
+        # an auxiliary follows it ("Which port does the daemon listen on"), what a later
+        # "it" means is the daemon, not the words up to the verb.
+        words = lead.split()
+        cut = _cut_at_verb(words)
+        clause = len(cut) == len(words) or bool(re.search(rf"\s{_AUX}\s", f" {lead} ", re.I))
+        return Subject(_cut_at_clause(" ".join(cut)), " ".join(cut), clause=clause)
     return Subject(_cut_at_clause(lead), lead)
 
 
@@ -243,7 +279,9 @@ def _to_question(part: str) -> str:
             rest if re.match(rf"^{_WH}\b", rest, re.IGNORECASE) else f"What is known about {rest}"
         )
     elif not re.match(
-        rf"^(?:(?:{_LEADING_PREPOSITION})\s+{_WH}|{_WH}|{_AUX})\b", text, re.IGNORECASE
+        rf"^(?:{_LY_ADVERB}\s+)?(?:(?:{_LEADING_PREPOSITION})\s+{_WH}|{_WH}|{_AUX})\b",
+        text,
+        re.IGNORECASE,
     ):
         text = f"What is known about {text}"
     return _as_question(text)
@@ -284,6 +322,14 @@ def _resolve_references(part: str, subject: Subject, first_part: str = "") -> st
     completed = _complete_ellipsis(part, first_part)
     if completed is not None:
         return completed
+    bare_count = re.match(rf"^(?P<how>how\s+many)\s+(?P<rest>{_AUX}\s.+)$", _clean(part), re.I)
+    if bare_count and subject.counted:
+        # "…, and how many can receive from it?": as many of the things counted before.
+        part = f"{bare_count.group('how')} {subject.counted} {bare_count.group('rest')}"
+    if subject.clause and first_part and _PERSONAL_PRONOUN.search(part):
+        # "Which port does the daemon listen on, and how many clients can it serve?": "it" is
+        # left as asked, after the question that says what it is.
+        return f"{_as_question(first_part)} {_as_question(part)}"
     entity = subject.entity
 
     def replace(match: re.Match[str]) -> str:
@@ -363,6 +409,16 @@ _CLAUSE = re.compile(rf"\b(?:i|me|my|you|your|we|our|{_AUX}|{_WH})\b", re.IGNORE
 def _wh_word(text: str) -> str:
     match = re.match(rf"^({_WH})\b", text, re.IGNORECASE)
     return match.group(1).casefold() if match else ""
+
+
+# A code token: word characters joined by punctuation ("main..feature", "s[0]", "--force").
+_CODE_TOKEN = re.compile(r"\S*\w[^\s\w]+\w\S*|--?\w[\w-]*")
+
+
+def _same_code(first: str, second: str) -> bool:
+    """Whether two questions name the same code tokens: "git log a..b" and "git log a...b"
+    have the same words and ask about two things."""
+    return set(_CODE_TOKEN.findall(first)) == set(_CODE_TOKEN.findall(second))
 
 
 def _terms_overlap(first: str, second: str) -> float:
@@ -531,9 +587,7 @@ def decompose(objective: str, *, limit: int = 6) -> Decomposition:
             f"The {wh} part of the question." if wh and len(parts) > 1 else "The question as asked."
         )
         questions.append(SubQuestion(question, reason))
-    questions = [
-        _with_context(question, context, situation, afterword) for question in questions
-    ]
+    questions = [_with_context(question, context, situation, afterword) for question in questions]
     unique: list[SubQuestion] = []
     for question in questions:
         # The same words asked with another wh-word ("Why is X free?" after "Is X free?") is
@@ -541,6 +595,7 @@ def decompose(objective: str, *, limit: int = 6) -> Decomposition:
         if all(
             _terms_overlap(question.text, kept.text) < 1.0
             or _wh_word(question.text) != _wh_word(kept.text)
+            or not _same_code(question.text, kept.text)
             for kept in unique
         ):
             unique.append(question)

@@ -24,10 +24,15 @@ _AUXILIARIES = word_set(
 )
 # Shapes that only a broken template produces: a wh-word where a noun belongs ("about the
 # which one…"), a "between" with one end ("between 1850?", "between Quill?"; "between
-# sessions?" is a plural, no range), a doubled article.
+# sessions?" is a plural, no range), a doubled article, a copula on both sides of an adverb
+# ("Is exactly is …": a subject cut after the wrong word), a modal with a do-support
+# auxiliary a few words after it ("How many clients can TCP port does … serve": a clause put
+# where a noun phrase belongs).
 _BROKEN = re.compile(
     r"\b(?:the|of|about)\s+(?:which|what|how)\b|\bbetween\s+(?-i:\d|[A-Z])\S*\?$|"
     r"\b(the|a)\s+\1\b|"
+    r"\b(?:is|are|was|were)\s+[a-z]{4,}ly\s+(?:is|are|was|were)\b|"
+    r"\b(?:can|could|will|would|should|is|are)\s+(?:[\w.'-]+\s+){1,3}(?:does|did)\b|"
     r"\bknown about (?:In|On|For)\b",
     re.IGNORECASE,
 )
@@ -100,8 +105,7 @@ TABLE = [
         [],
         None,
         [
-            "What are the strengths and weaknesses of Rc for sharing data between threads in "
-            "Tarn?",
+            "What are the strengths and weaknesses of Rc for sharing data between threads in Tarn?",
             "What are the strengths and weaknesses of Arc for sharing data between threads in "
             "Tarn?",
             "How do Rc and Arc compare for sharing data between threads in Tarn?",
@@ -118,10 +122,8 @@ TABLE = [
         [],
         None,
         [
-            "What are the strengths and weaknesses of using git merge to update a feature "
-            "branch?",
-            "What are the strengths and weaknesses of using git rebase to update a feature "
-            "branch?",
+            "What are the strengths and weaknesses of using git merge to update a feature branch?",
+            "What are the strengths and weaknesses of using git rebase to update a feature branch?",
             "Should I use git merge or git rebase to update a feature branch?",
         ],
     ),
@@ -221,8 +223,12 @@ TABLE = [
         ("2019", "2022"),
         ["How much did the S&P 500 return between 2019 and 2022?"],
     ),
-    ("What are the side effects of metformin on weight, blood sugar and cholesterol?", [], None,
-     None),
+    (
+        "What are the side effects of metformin on weight, blood sugar and cholesterol?",
+        [],
+        None,
+        None,
+    ),
     (
         "How does CRISPR work and what are its risks?",
         [],
@@ -231,8 +237,12 @@ TABLE = [
     ),
     ("How did GDP grow in Japan in the 1990s?", ["Japan"], ("1990", "1999"), None),
     ("What happened in Berlin in November 1989?", ["Berlin"], ("1989", "1989"), None),
-    ("How many stations does the metro have in Varno, and when did it open?", ["Varno"], None,
-     None),
+    (
+        "How many stations does the metro have in Varno, and when did it open?",
+        ["Varno"],
+        None,
+        None,
+    ),
     ("What do CEOs earn in the UK?", ["UK"], None, None),
     ("What is the population of Lake Orla's largest town?", ["Lake Orla"], None, None),
     (

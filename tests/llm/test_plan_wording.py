@@ -214,7 +214,9 @@ def test_a_reported_statement_keeps_its_clause_and_leaves_the_situation_out():
 
 
 def test_a_list_inside_brackets_is_an_aside_not_items_to_split():
-    question = "Can several hosts share one Quill file that sits on a network drive (NFS or SMB share)?"
+    question = (
+        "Can several hosts share one Quill file that sits on a network drive (NFS or SMB share)?"
+    )
     assert _texts(question) == [question]
     assert _texts("What does Tarn do on pay, housing and commuting?") == [
         "What does Tarn do on pay?",
@@ -224,7 +226,9 @@ def test_a_list_inside_brackets_is_an_aside_not_items_to_split():
 
 
 def test_alternatives_named_before_which_should_i_use_are_a_choice():
-    assert _texts("Pool.take or Pool.drain: which should I use in Quill, and how do they differ?") == [
+    assert _texts(
+        "Pool.take or Pool.drain: which should I use in Quill, and how do they differ?"
+    ) == [
         "What are the strengths and weaknesses of using Pool.take in Quill?",
         "What are the strengths and weaknesses of using Pool.drain in Quill?",
         "Pool.take or Pool.drain: which should I use in Quill?",
@@ -244,3 +248,58 @@ def test_a_statement_after_the_question_is_kept_in_the_rationale_not_asked():
         "What is known about Quill's history?",
     ]
     assert _texts("What is Quill? Why is it slow?") == ["What is Quill?", "Why is Quill slow?"]
+
+
+def test_an_adverb_after_the_question_word_is_no_part_of_the_subject():
+    assert _texts("What exactly is a vault in Quill, and is it a separate process?") == [
+        "What exactly is a vault in Quill?",
+        "Is a vault in Quill a separate process?",
+    ]
+    # a question opening with a degree adverb is still a question
+    assert _texts("Roughly how many jobs per second can one Tarn worker run?") == [
+        "Roughly how many jobs per second can one Tarn worker run?"
+    ]
+    # "only" and "early" are not such adverbs: "What early …" keeps its words
+    assert _texts("What early versions of Tarn had a pool, and is it still there?")[1] != (
+        "Is versions of Tarn had a pool still there?"
+    )
+
+
+def test_a_pronoun_whose_subject_is_a_clause_follows_the_first_question():
+    # no verb we know ends "Quill versions come with Ferrite": "it" is left as asked
+    assert _texts("Which Quill versions come with Ferrite, and is it switched on by default?") == [
+        "Which Quill versions come with Ferrite?",
+        "Which Quill versions come with Ferrite? Is it switched on by default?",
+    ]
+    # the daemon listens, not the port: "it" is not "TCP port does the Tarn daemon listen on"
+    assert _texts(
+        "Which TCP port does the Tarn daemon listen on, and how many clients can it serve?"
+    ) == [
+        "Which TCP port does the Tarn daemon listen on?",
+        "Which TCP port does the Tarn daemon listen on? How many clients can it serve?",
+    ]
+    # a subject cut at a verb we know is still put in place of "it"
+    assert _texts("How does the Tarn pool handle stale connections, and can I turn it off?") == [
+        "How does the Tarn pool handle stale connections?",
+        "Can I turn the Tarn pool off?",
+    ]
+    assert _texts("Which tax rules change in 2027, and who drafted them?")[1] == (
+        "Who drafted tax rules?"
+    )
+
+
+def test_how_many_without_a_noun_counts_what_the_first_part_counted():
+    assert _texts(
+        "How many threads can write to one Zircon queue, and how many can read from it?"
+    ) == [
+        "How many threads can write to one Zircon queue?",
+        "How many threads can write to one Zircon queue? How many threads can read from it?",
+    ]
+
+
+def test_a_question_asked_of_each_side_is_asked_of_both_sides_in_turn():
+    assert _texts("quill log a..b versus quill log a...b: which entries does each one list?") == [
+        "Which entries does quill log a..b list?",
+        "Which entries does quill log a...b list?",
+        "How does quill log a..b differ from quill log a...b?",
+    ]
