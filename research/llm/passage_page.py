@@ -179,6 +179,16 @@ class PassagePage:
     def passage(self, index: int) -> str:
         return self.text[self.segments[index].start : self.segments[index].end]
 
+    @cached_property
+    def section_terms(self) -> dict[str, frozenset[str]]:
+        """The terms of every section (the passages under one heading, and the heading): what
+        the section as a whole is about."""
+        found: dict[str, set[str]] = {}
+        for i in self.usable:
+            heading = self.segments[i].heading
+            found.setdefault(heading, set(self.heading_terms[i])).update(self.own_terms[i])
+        return {heading: frozenset(terms) for heading, terms in found.items()}
+
     def first(self, index: int) -> int:
         """The page's own segment a unit starts with (the segment itself for a single one)."""
         return self.members.get(index, (index,))[0]

@@ -1,7 +1,12 @@
 """Passage signals of the extractive selection: pointing back, and a definition's subject."""
 
 from research.llm.passage_page import PassagePage
-from research.llm.selection import STRONG_RELEVANCE, QuestionText, select_passages
+from research.llm.selection import (
+    STRONG_RELEVANCE,
+    QuestionText,
+    explain_question,
+    select_passages,
+)
 
 PAGE_TITLE = "kiln-press(1) Manual Page"
 PAGE = (
@@ -94,3 +99,28 @@ def test_the_definition_of_what_is_asked_about_is_picked_first_on_a_page_rich_in
     assert any(
         text[p.start : p.end].startswith("A slow glaze kiln is a kiln") for p in passages
     )
+
+
+SECTIONED_TITLE = "Kiln press manual"
+SECTIONED = (
+    "Kiln press manual\n\n"
+    "Spreadsheets\n\n"
+    "The press can export the glaze log of every firing to a spreadsheet file.\n\n"
+    "The tally option adds the batch labels.\n\n"
+    "Bags\n\n"
+    "Clay bags are kept dry on the shelf.\n\n"
+    "The tally option adds the batch labels."
+)
+
+
+def test_a_passage_in_the_section_about_the_question_ranks_above_its_twin_elsewhere():
+    """The same sentence in two sections, neither heading naming the question's words: the
+    one whose section is about exporting the glaze log answers "how do I export …"."""
+    question = QuestionText("q1", "How do I export the glaze log with the batch labels?")
+    scored = explain_question(SECTIONED, question, title=SECTIONED_TITLE)
+    twin = "The tally option adds the batch labels."
+    first = SECTIONED.index(twin)
+    second = SECTIONED.index(twin, first + 1)
+    relevance = {passage.start: passage.relevance for passage in scored}
+
+    assert relevance[first] > relevance[second]
