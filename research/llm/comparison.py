@@ -54,6 +54,19 @@ _CHOICE_VERBS = {
 _CHOICE = "|".join(_CHOICE_VERBS)
 # "each", "each one", "either": a word standing for every side in turn.
 _EACH = re.compile(r"\b(?:each|either)(?:\s+one)?\b(?!\s+(?:of|other)\b)", re.IGNORECASE)
+_VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
+_DASH_BEFORE_QUESTION = re.compile(rf"\s+[-\u2013\u2014]\s+(?=(?:{_WH}|{_AUX})\b)", re.I)
+# "what's the difference", "what is the difference": a question naming only the difference.
+_ASKS_DIFFERENCE_ONLY = re.compile(
+    r"^(?:what(?:'s|\s+is|\s+are)\s+the\s+differences?|how\s+do\s+they\s+differ)\s*\??$",
+    re.IGNORECASE,
+)
+
+
+def each_of(asked: str) -> str:
+    """``asked`` when it asks its question of each side in turn ("…: which commits does
+    each one list?"), else ``""``."""
+    return asked if asked and _EACH.search(asked) else ""
 
 
 @dataclass(frozen=True)
@@ -263,6 +276,9 @@ def find_comparison(part: str, *, subject: str = "") -> Comparison | None:
     text = clean(part)
     # "…, and vice versa": each side gets its own question anyway.
     text = clean(_CONVERSE.sub("", text))
+    # "X vs Y - which is faster?": a spaced dash before the question asked of both sides
+    # separates it as a colon does.
+    text = _DASH_BEFORE_QUESTION.sub(": ", text)
     facet_tail = rf"(?:\s+(?P<prep>{_FACET_PREPOSITION})\s+(?P<facets>.+))?"
     for kind, pattern in _PATTERNS:
         match = re.match(pattern.replace("{facets}", facet_tail), text, re.IGNORECASE)
@@ -278,6 +294,23 @@ def find_comparison(part: str, *, subject: str = "") -> Comparison | None:
             if re.match(rf"^{_WH}\b", facets_text, re.IGNORECASE):
                 # "X vs Y: which one uses fewer queries?" asks its own question of both.
                 asked, facets_text = facets_text, ""
+            if _ASKS_DIFFERENCE_ONLY.match(asked):
+                # "X vs Y: what's the difference?" asks how they differ, no choice between them.
+                asked, kind = "", "difference"
+        more = _VERSUS.split(b) if kind in ("versus", "difference") and a else [b]
+        if len(more) > 1 and not facets_text:
+            # "plain BEGIN vs BEGIN IMMEDIATE vs BEGIN EXCLUSIVE": every side is one, and a
+            # scope after the last ("… in Tarn") is the scope of all.
+            last, scope = _trailing_scope(more[-1])
+            sides = [natural_case(a), *more[:-1], last]
+            return Comparison(
+                items=sides,
+                facets=[],
+                scope=scope,
+                difference=kind == "difference",
+                asked=f"{asked}, {', '.join(sides[:-1])} or {sides[-1]}" if asked else "",
+                each=each_of(asked),
+            )
         purpose = ""
         if facets_text and (groups.get("prep") or "").casefold() == "for":
             purpose, facets_text = f"for {facets_text}", ""
@@ -315,10 +348,7 @@ def find_comparison(part: str, *, subject: str = "") -> Comparison | None:
             a, distributed_b = _distribute(a, b)
             distributed = distributed_b != b
         action = groups["verb"] if kind == "contrast" else ""
-        each = ""
-        if asked and _EACH.search(asked):
-            # "…: which commits does each one list?" asks the same question of both sides.
-            each = asked
+        each = each_of(asked)
         if kind in ("choice", "contrast"):
             asked = text
         elif asked:
@@ -391,7 +421,7 @@ def _side_question(comparison: Comparison, item: str, tail: str) -> str:
 
 def comparison_questions(comparison: Comparison) -> list[SubQuestion]:
     """One question per side and the comparison's own (see the module docstring)."""
-    a, b = comparison.items
+    a, b = comparison.items[0], comparison.items[-1]
     scope = f" {comparison.scope}" if comparison.scope else ""
     purpose = f" {comparison.purpose}" if comparison.purpose else ""
     condition = f" {comparison.condition}" if comparison.condition else ""
@@ -412,7 +442,13 @@ def comparison_questions(comparison: Comparison) -> list[SubQuestion]:
         for item in comparison.items
     ]
     both = "do" if _plural(a) else "does"
-    if comparison.each:
+    if len(comparison.items) > 2:
+        # More than two sides: how they all differ, or the question asked of all of them.
+        final = (not comparison.each and comparison.asked) or (
+            f"How do {join_items(comparison.items)} differ{tail}"
+        )
+        questions.append(SubQuestion(as_question(final), "The comparison the question asks for."))
+    elif comparison.each:
         # The question asked of each side is above; together they ask how the sides differ.
         questions.append(
             SubQuestion(

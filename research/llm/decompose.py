@@ -18,7 +18,7 @@ from research.llm.wording import AUX as _AUX
 from research.llm.wording import FACET_PREPOSITION as _FACET_PREPOSITION
 from research.llm.wording import VERBS as _VERBS
 from research.llm.wording import WH as _WH
-from research.llm.wording import SubQuestion, split_list
+from research.llm.wording import SubQuestion, join_items, split_list
 from research.llm.wording import as_question as _as_question
 from research.llm.wording import clean as _clean
 
@@ -385,7 +385,7 @@ def _after_comparison(part: str, comparison: Comparison, compared_part: str) -> 
     "Is X safer than Y? Why?" asks why; "…, and when should I use each?" asks about both
     sides), or ``""`` when it is a question of its own."""
     text = _clean(part)
-    a, b = comparison.items
+    a, b = comparison.items[0], join_items(comparison.items[1:])
     if _DIFFERENCE.search(text) and len(content_terms(text, drop=QUESTION_FILLER)) <= 2:
         if comparison.difference:
             return None

@@ -303,3 +303,34 @@ def test_a_question_asked_of_each_side_is_asked_of_both_sides_in_turn():
         "Which entries does quill log a...b list?",
         "How does quill log a..b differ from quill log a...b?",
     ]
+
+
+def test_x_versus_y_asking_only_the_difference_is_a_difference_not_a_choice():
+    assert _texts("Quill vs Ferrite in Tarn: what's the difference?") == [
+        "What is Quill in Tarn?",
+        "What is Ferrite in Tarn?",
+        "How does Quill differ from Ferrite in Tarn?",
+    ]
+
+
+def test_a_spaced_dash_before_the_question_separates_it_like_a_colon():
+    assert _texts("Quill vs Ferrite - which is faster?") == [
+        "What are the strengths and weaknesses of Quill?",
+        "What are the strengths and weaknesses of Ferrite?",
+        "Which is faster, Quill or Ferrite?",
+    ]
+
+
+def test_three_sides_named_with_versus_are_three_sides():
+    assert _texts("plain Quill vs Quill FAST vs Quill SAFE in Tarn - what's the difference?") == [
+        "What is plain Quill in Tarn?",
+        "What is Quill FAST in Tarn?",
+        "What is Quill SAFE in Tarn?",
+        "How do plain Quill, Quill FAST and Quill SAFE differ in Tarn?",
+    ]
+    assert _texts("Quill vs Ferrite vs Zircon: which queries does each one run?") == [
+        "Which queries does Quill run?",
+        "Which queries does Ferrite run?",
+        "Which queries does Zircon run?",
+        "How do Quill, Ferrite and Zircon differ?",
+    ]
