@@ -441,9 +441,11 @@ _LEADING_SETTING = re.compile(
 
 # "Quill tasks are retried by default, so what do I gain from…?": a statement joined to the
 # question by a connective is context, as a sentence before the question is; the statement
-# opens with no question word and has a verb of its own (an auxiliary: "are", "is", "has").
+# opens with no question word and says something (two content words at least, so "OK, so
+# what is …" has none). It needs no auxiliary: "Quill and Tarn both own their data, so …"
+# is a statement too, and whatever comes before ", so" and a question is what it asks on.
 _JOINED_STATEMENT = re.compile(
-    rf"^(?P<statement>(?!(?:{_WH}|{_AUX}|{_IMPERATIVE})\b)[^,?]*?\b{_AUX}\b[^,?]*?),\s+"
+    rf"^(?P<statement>(?!(?:{_WH}|{_AUX}|{_IMPERATIVE})\b)[^,?]+?),\s+"
     rf"(?:so|but|yet|then)\s+(?P<question>(?:{_WH}|{_AUX})\b.+)$",
     re.IGNORECASE,
 )
@@ -462,7 +464,7 @@ def split_context(objective: str) -> tuple[str, str]:
             break
         context.append(sentences.pop(0).rstrip(" ."))
     joined = _JOINED_STATEMENT.match(sentences[0]) if len(sentences) == 1 else None
-    if joined:
+    if joined and len(content_terms(joined.group("statement"))) >= 2:
         context.append(joined.group("statement"))
         sentences = [joined.group("question")]
     return " ".join(context), " ".join(sentences)

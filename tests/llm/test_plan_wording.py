@@ -334,3 +334,13 @@ def test_three_sides_named_with_versus_are_three_sides():
         "Which queries does Zircon run?",
         "How do Quill, Ferrite and Zircon differ?",
     ]
+
+
+def test_a_statement_joined_by_so_needs_no_auxiliary_to_be_context():
+    assert _texts(
+        "Quill<T> and Tarn<T> both own their data, so what is the difference in how Ferrite "
+        "checks borrowing for them?"
+    ) == [
+        "Quill<T> and Tarn<T> both own their data: what is the difference in how Ferrite "
+        "checks borrowing for them?"
+    ]
