@@ -46,8 +46,8 @@ ENGINE_TOP_PLACES = 5
 # evals/tasks/tune (issue 14): at half, runs finished after five of ten fetches with the
 # page holding the answer among the unread results in four tasks; at 0.7 the gold-page rate
 # rose from 73% to 83%, recall from 43% to 47%, with no more runs ending budget_exhausted.
-# Divided among the required questions it gives each a minimum number of pages (see
-# ``breadth_minimum``).
+# Until that share is used, every covered required question keeps reading strong or
+# top-ranked matches (``_breadth``).
 BREADTH_SHARE = 0.7
 
 
@@ -79,21 +79,11 @@ def _needs(plan: ResearchPlan, coverage: dict[str, QuestionCoverage]) -> list[_N
     return [need for *_, need in sorted(needs, key=lambda entry: entry[:3])]
 
 
-def breadth_minimum(fetch_budget: int, required: int) -> int:
-    """Distinct pages with evidence each required question should have before finishing:
-    ``BREADTH_SHARE`` of the run's fetch budget divided among its required questions, and at
-    least two, because one page is the answer a title promised rather than one a researcher
-    checked. With the presets (10, 24 and 45 fetches) one required question reads 7, 16 or 31
-    pages at quick, standard and thorough depth; two read 3, 8 or 15 each."""
-    return max(2, int(BREADTH_SHARE * fetch_budget) // max(1, required))
-
-
 def _breadth(
     plan: ResearchPlan, coverage: dict[str, QuestionCoverage], *, fetch_budget: int, used: int
 ) -> list[_Need]:
-    """Required questions the gate counts as covered that rest on fewer pages than
-    :func:`breadth_minimum`, while the run has used less than ``BREADTH_SHARE`` of its fetch
-    budget.
+    """Required questions the gate counts as covered, while the run has used less than
+    ``BREADTH_SHARE`` of its fetch budget.
 
     A first-party page meets the finish gate on its own, but documentation spreads an answer
     over pages (a guide and the reference it links to); the naive read-the-top-five baseline
@@ -103,11 +93,13 @@ def _breadth(
     """
     if used >= BREADTH_SHARE * fetch_budget:
         return []
-    minimum = breadth_minimum(fetch_budget, len(plan.required_question_ids))
+    # Every covered required question reads on, not only one resting on fewer pages than its
+    # share of the budget: two questions answered by the same pages had stopped at five reads
+    # of ten, with the page holding the answer among the unread top results.
     needs = []
     for question in plan.questions:
         item = coverage.get(question.id)
-        if question.id in plan.required_question_ids and item and len(item.source_ids) < minimum:
+        if question.id in plan.required_question_ids and item:
             needs.append(_Need(question, 3, item.evidence_count))
     return needs
 

@@ -274,18 +274,31 @@ def test_a_top_ranked_result_is_read_though_its_title_matches_weakly():
     assert [a.source_id for a in reads] == ["s1"]
 
 
-def test_the_breadth_minimum_follows_the_fetch_budget_of_each_depth():
-    from research.engine.guards import BUDGET_PRESETS
-    from research.llm.extractive_decide import breadth_minimum
+def test_two_covered_questions_keep_reading_until_the_breadth_share_is_used():
+    """Each question rests on three pages, yet six reads of ten are less than the share of
+    the budget reading for breadth may use (seven): the run reads on instead of finishing."""
+    plan = make_plan("What do heat pumps cost to run?", "How long do heat pumps last?")
+    read = [candidate(f"s{n}", "Heat pump costs", status="fetched") for n in range(1, 7)]
+    more = [
+        candidate(f"s{n}", "What heat pumps cost to run", domain=f"site{n}.example")
+        for n in (7, 8)
+    ]
+    coverage = [_primary("q1", "s1", "s2", "s3"), _primary("q2", "s4", "s5", "s6")]
+    six = make_brief(
+        plan, coverage=coverage, candidates=read + more,
+        remaining=Usage(iterations=5, searches=6, fetched_sources=4, model_calls=20),
+    )
+    assert {a.type for a in _decide(six)} == {"read"}
+    # Seven spent (one page without evidence): the share is used and the run finishes.
+    spent = [*read, candidate("s9", "Heat pump costs", status="fetched")]
+    seven = make_brief(
+        plan, coverage=coverage, candidates=spent + more,
+        remaining=Usage(iterations=5, searches=6, fetched_sources=3, model_calls=20),
+    )
+    assert [a.type for a in _decide(seven)] == ["finish"]
 
-    minimum = {
-        depth: [breadth_minimum(budget.fetched_sources, required) for required in (1, 2, 6)]
-        for depth, budget in BUDGET_PRESETS.items()
-    }
-    assert minimum == {"quick": [7, 3, 2], "standard": [16, 8, 2], "thorough": [31, 15, 5]}
 
-
-def test_a_covered_question_keeps_reading_until_it_has_the_breadth_minimum():
+def test_a_covered_question_keeps_reading_until_the_breadth_share_is_used():
     plan = make_plan("What do heat pumps cost to run?")
     read = [candidate(f"s{n}", "Heat pump costs", status="fetched") for n in (1, 2)]
     more = [
@@ -300,7 +313,7 @@ def test_a_covered_question_keeps_reading_until_it_has_the_breadth_minimum():
     )
     assert [a.type for a in actions] == ["read", "read", "read"]
 
-    # Five pages of a budget of ten are not yet the quick minimum for one required question
+    # Five pages of a budget of ten are not yet the share reading for breadth may use
     # (seven); seven are.
     five = [candidate(f"s{n}", "Heat pump costs", status="fetched") for n in range(1, 6)]
     short = make_brief(
