@@ -63,7 +63,7 @@ _ASKS_DIFFERENCE_ONLY = re.compile(
 )
 
 
-def each_of(asked: str) -> str:
+def _each_of(asked: str) -> str:
     """``asked`` when it asks its question of each side in turn ("…: which commits does
     each one list?"), else ``""``."""
     return asked if asked and _EACH.search(asked) else ""
@@ -309,7 +309,7 @@ def find_comparison(part: str, *, subject: str = "") -> Comparison | None:
                 scope=scope,
                 difference=kind == "difference",
                 asked=f"{asked}, {', '.join(sides[:-1])} or {sides[-1]}" if asked else "",
-                each=each_of(asked),
+                each=_each_of(asked),
             )
         purpose = ""
         if facets_text and (groups.get("prep") or "").casefold() == "for":
@@ -348,7 +348,7 @@ def find_comparison(part: str, *, subject: str = "") -> Comparison | None:
             a, distributed_b = _distribute(a, b)
             distributed = distributed_b != b
         action = groups["verb"] if kind == "contrast" else ""
-        each = each_of(asked)
+        each = _each_of(asked)
         if kind in ("choice", "contrast"):
             asked = text
         elif asked:

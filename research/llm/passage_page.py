@@ -181,13 +181,14 @@ class PassagePage:
 
     @cached_property
     def section_terms(self) -> dict[str, frozenset[str]]:
-        """The terms of every section (the passages under one heading, and the heading): what
-        the section as a whole is about."""
+        """The terms of every section (the passages under one heading, and the heading) but
+        the page's topic terms, which every passage is credited with: what the section as a
+        whole is about."""
         found: dict[str, set[str]] = {}
         for i in self.usable:
             heading = self.segments[i].heading
             found.setdefault(heading, set(self.heading_terms[i])).update(self.own_terms[i])
-        return {heading: frozenset(terms) for heading, terms in found.items()}
+        return {heading: frozenset(terms - self.topic_terms) for heading, terms in found.items()}
 
     def first(self, index: int) -> int:
         """The page's own segment a unit starts with (the segment itself for a single one)."""

@@ -410,7 +410,7 @@ def _passage_score(
     )
     coverage = page.weights.coverage(query, words, partial)
     section = page.section_terms.get(page.segments[index].heading, frozenset())
-    section_words = (section - answer_types.keys() - page.topic_terms) | answered
+    section_words = (section - answer_types.keys()) | answered
     coverage = (1 - SECTION_SHARE) * coverage + SECTION_SHARE * page.weights.coverage(
         query, section_words | words, partial
     )

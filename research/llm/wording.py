@@ -16,6 +16,12 @@ from research.engine.text import word_set
 WH = r"(?:what|why|how|when|where|who|whom|whose|which|whether)"
 AUX = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|might|may)"
 FACET_PREPOSITION = r"(?:on|in terms of|regarding|with respect to|when it comes to|for|across)"
+# Instructions that open a request ("Explain …", "Compare …"): a question of their own.
+IMPERATIVE = (
+    r"(?:explain|describe|compare|summari[sz]e|list|identify|assess|evaluate|estimate|find|"
+    r"analy[sz]e|outline|discuss|determine|investigate|review|examine|look\s+(?:at|into)|"
+    r"focus\s+on|include|cover|add|check)"
+)
 # "…, and the other way round?", "…, or vice versa?": a connective asking the same question with
 # the two sides swapped. It names no topic, so it is no search word either (a search for
 # "… way round" read a page about a protocol's round trips).
