@@ -15,9 +15,11 @@ from research.engine.text import QUESTION_FILLER, content_terms, fold
 from research.llm.comparison import Comparison, comparison_questions, find_comparison
 from research.llm.question_context import (
     context_focus,
+    drop_opener,
     move_setting,
     split_afterword,
     split_context,
+    split_topic,
     with_context,
 )
 from research.llm.scope import find_geographies, find_timeframe
@@ -434,7 +436,12 @@ def _terms_overlap(first: str, second: str) -> float:
 
 def decompose(objective: str, *, limit: int = 6) -> Decomposition:
     """Break ``objective`` into at most ``limit`` sub-questions (at least one)."""
-    context, asked = split_context(objective)
+    context, asked = split_context(drop_opener(objective))
+    if not context:
+        topic, question = split_topic(asked)
+        # "Quill vs Tarn: which is faster?" is a comparison, its sides before the colon.
+        if topic and find_comparison(asked) is None:
+            context, asked = topic, question
     context, situation = context_focus(context)
     asked, afterword = split_afterword(asked)
     asked = move_setting(asked)

@@ -36,6 +36,27 @@ _JOINED_STATEMENT = re.compile(
 )
 
 
+# "OK, so what is …?", "Hi, how do I …?", "Well, why …?": an interjection or greeting that opens
+# a request (a closed class of English discourse markers, Schiffrin, "Discourse Markers",
+# 1987) says nothing about what is asked. It is dropped when punctuation or a question word,
+# an auxiliary or a request verb follows it, so "Well water …" and "So-called …" stay whole.
+_OPENER = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|well|hi|hello|hey|um+|uh+|er+m?|oh|ah|alright|anyway)"
+    r"(?:\s+(?:there|all|everyone|folks))?(?:\s*[,!.:;\u2026]+\s*|\s+[-\u2013\u2014]+\s+|\s+(?="
+    rf"(?:{_WH}|{_AUX}|{_IMPERATIVE}|ok(?:ay)?|so|well)\b)))+",
+    re.IGNORECASE,
+)
+
+
+def drop_opener(objective: str) -> str:
+    """``objective`` without the interjections or greeting it opens with ("OK, so what is
+    …" → "What is …"); unchanged when it has none, or when nothing would be left."""
+    rest = _OPENER.sub("", objective.lstrip(), count=1)
+    if not rest.strip() or rest == objective.lstrip():
+        return objective
+    return rest[0].upper() + rest[1:]
+
+
 def split_context(objective: str) -> tuple[str, str]:
     """Statements before the question ("My script fails with … . What does that mean?") and
     the question itself. The statements are context every sub-question keeps, since the
@@ -53,6 +74,26 @@ def split_context(objective: str) -> tuple[str, str]:
         context.append(joined.group("statement"))
         sentences = [joined.group("question")]
     return " ".join(context), " ".join(sentences)
+
+
+# "Tarn merges: how do they work?": a topic before a colon and the question about it. The
+# topic is context every sub-question keeps, as a sentence before the question is, so "they"
+# reads as asked in each part ("Tarn merges: why do they fail?").
+_TOPIC_LEAD = re.compile(
+    rf"^(?P<topic>[^:?]{{1,80}}?):\s+(?P<question>(?:{_WH}|{_AUX}|{_IMPERATIVE})\b.+)$",
+    re.IGNORECASE,
+)
+
+
+def split_topic(asked: str) -> tuple[str, str]:
+    """The topic a question opens with before a colon ("Export to CSV in Quill: are column
+    names included?") and the question; no topic when there is none or it has no content
+    word."""
+    lead = _TOPIC_LEAD.match(asked)
+    if lead is None or not content_terms(lead.group("topic")):
+        return "", asked
+    question = lead.group("question")
+    return lead.group("topic").strip(), question[0].upper() + question[1:]
 
 
 # "After a checkout Quill tells me I am in 'safe mode'": a statement reporting what a program

@@ -344,3 +344,39 @@ def test_a_statement_joined_by_so_needs_no_auxiliary_to_be_context():
         "Quill<T> and Tarn<T> both own their data: what is the difference in how Ferrite "
         "checks borrowing for them?"
     ]
+
+
+@pytest.mark.parametrize(
+    ("question", "asked"),
+    [
+        ("OK, so what is a Quill frame?", "What is a Quill frame?"),
+        ("Hi, how do I reset a Ferrite pool?", "How do I reset a Ferrite pool?"),
+        ("Well, why does Zircon drop frames?", "Why does Zircon drop frames?"),
+        ("So what does Tarn do with stale locks?", "What does Tarn do with stale locks?"),
+        ("Hello! Which port does Quill listen on?", "Which port does Quill listen on?"),
+        ("Um... what is Ferrite?", "What is Ferrite?"),
+        ("Hi - how does Tarn merge?", "How does Tarn merge?"),
+    ],
+)
+def test_an_opening_interjection_or_greeting_is_no_part_of_the_question(question, asked):
+    assert _texts(question) == [asked]
+
+
+def test_words_that_only_look_like_an_interjection_stay():
+    # "Well" and "So" open the question's own words here: no punctuation or question follows.
+    assert _texts("So-called Quill frames: what are they?") == [
+        "So-called Quill frames: what are they?"
+    ]
+    assert _texts("Well water in Tarn: is it safe?") == ["Well water in Tarn: is it safe?"]
+
+
+def test_a_topic_before_a_colon_is_context_every_part_keeps():
+    assert _texts("Export to CSV in Quill: are column names included?") == [
+        "Export to CSV in Quill: are column names included?"
+    ]
+    assert _texts("Tarn merges: how do they work, and why do they fail?") == [
+        "Tarn merges: how do they work?",
+        "Tarn merges: why do they fail?",
+    ]
+    # sides before the colon are still a comparison
+    assert _texts("Quill vs Tarn: which is faster?")[-1] == "Which is faster, Quill or Tarn?"
