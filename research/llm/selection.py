@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from research.engine.contracts import EXCERPT_MAX_CHARS, Block
+from research.engine.question_echo import is_echo
 from research.engine.question_terms import (
     _QUANTITY,
     SUPPORTS_RELEVANCE,
@@ -233,6 +234,41 @@ def _follow_announcements(
                 relevance[following] = inherited
 
 
+def _answer_echoes(page: "PassagePage", relevance: dict[int, float], query: dict[str, float]) -> None:
+    """Let the answer of a passage restating a question (a FAQ entry, a forum question:
+    :func:`research.engine.question_echo.is_echo`) share its relevance: the first sentence
+    after it under the same heading, within one excerpt's length, that holds a question term
+    and asks nothing itself, and the passages opening with that sentence. The entry matches
+    the asker's question best yet answers nothing; its answer rarely repeats its words. This
+    is the pairing the report pool makes (:mod:`research.engine.question_echo`, FAQ retrieval
+    after Burke et al. 1997), made where the page's passages are chosen, since the pool can
+    only pair an answer that was chosen."""
+    starts = {members[0]: [] for members in page.members.values()}
+    for unit, members in page.members.items():
+        starts[members[0]].append(unit)
+    for index in sorted(relevance):
+        segment = page.segments[index]
+        if segment.kind == "code" or not is_echo(page.passage(index)):
+            continue
+        answer = next(
+            (
+                later
+                for later in page.usable
+                if segment.end <= page.segments[later].start <= segment.end + EXCERPT_MAX_CHARS
+                and page.segments[later].heading == segment.heading
+                and page.segments[later].kind != "code"
+                and page.own_terms[later] & query.keys()
+                and not is_echo(page.passage(later))
+            ),
+            None,
+        )
+        if answer is None:
+            continue
+        for unit in (answer, *starts.get(answer, [])):
+            if relevance[index] > relevance.get(unit, 0.0):
+                relevance[unit] = relevance[index]
+
+
 def _is_value_block(page: "PassagePage", index: int, following: int) -> bool:
     """Whether ``following`` is a short value block of passage ``index``'s description: a later
     segment of the page under the same heading (the caller takes the first such after the
@@ -315,6 +351,7 @@ def _score_question(
             relevance[index] = value
             lift[index] = W_BM25 * (scores[index] / top if top > 0 else 0.0)
     _follow_announcements(page, relevance, procedure=procedure)
+    _answer_echoes(page, relevance, query)
     # A passage holding the string the question quotes is what the asker saw (the error
     # printed, the message logged), the question's setting rather than its answer: the bar the
     # other passages must reach is set by the best of them, so a strong phrase match does not

@@ -124,3 +124,27 @@ def test_a_passage_in_the_section_about_the_question_ranks_above_its_twin_elsewh
     relevance = {passage.start: passage.relevance for passage in scored}
 
     assert relevance[first] > relevance[second]
+
+
+FAQ_TITLE = "Kiln press frequently asked questions"
+FAQ = (
+    "Kiln press frequently asked questions\n\n"
+    "(4) I emptied most of the glaze log but the log file did not get any shorter.\n\n"
+    "No. Emptied entries are marked free and their room is reused for later firings. "
+    "Run the compact command to rewrite the file at its new length.\n\n"
+    "(5) Can two kilns share one press?\n\n"
+    "Yes, when each kiln has its own curve file."
+)
+
+
+def test_the_answer_after_a_faq_entry_shares_the_entry_s_relevance():
+    """The FAQ entry restates the asker's question and matches it best; the sentence after
+    it answers in other words and is chosen with it."""
+    question = QuestionText("q1", "I emptied the glaze log but the file is no shorter: why?")
+    passages = select_passages(FAQ, [question], title=FAQ_TITLE)
+    quoted = [FAQ[p.start : p.end] for p in passages]
+
+    assert any("marked free and their room is reused" in text for text in quoted)
+    entry = next(p for p in passages if FAQ[p.start : p.end].startswith("(4)"))
+    answer = next(p for p in passages if "marked free" in FAQ[p.start : p.end])
+    assert answer.relevance >= entry.relevance
