@@ -11,7 +11,7 @@ from research.engine.text import content_terms
 from research.llm.wording import AUX as _AUX
 from research.llm.wording import IMPERATIVE as _IMPERATIVE
 from research.llm.wording import WH as _WH
-from research.llm.wording import SubQuestion
+from research.llm.wording import SubQuestion, sentence_case
 from research.llm.wording import clean as _clean
 
 # A sentence ends at "." or "!" (not an ellipsis "...") before a capital or a quotation.
@@ -54,7 +54,7 @@ def drop_opener(objective: str) -> str:
     rest = _OPENER.sub("", objective.lstrip(), count=1)
     if not rest.strip() or rest == objective.lstrip():
         return objective
-    return rest[0].upper() + rest[1:]
+    return sentence_case(rest)
 
 
 def split_context(objective: str) -> tuple[str, str]:
@@ -73,7 +73,7 @@ def split_context(objective: str) -> tuple[str, str]:
     if joined and len(content_terms(joined.group("statement"))) >= 2:
         context.append(joined.group("statement"))
         sentences = [joined.group("question")]
-    return " ".join(context), " ".join(sentences)
+    return ". ".join(context), " ".join(sentences)
 
 
 # "Tarn merges: how do they work?": a topic before a colon and the question about it. The
@@ -93,7 +93,7 @@ def split_topic(asked: str) -> tuple[str, str]:
     if lead is None or not content_terms(lead.group("topic")):
         return "", asked
     question = lead.group("question")
-    return lead.group("topic").strip(), question[0].upper() + question[1:]
+    return lead.group("topic").strip(), sentence_case(question)
 
 
 # "After a checkout Quill tells me I am in 'safe mode'": a statement reporting what a program
@@ -121,7 +121,7 @@ def context_focus(context: str) -> tuple[str, str]:
     if not match or not content_terms(match.group("reported")):
         return context, ""
     reported = match.group("reported")
-    return reported[:1].upper() + reported[1:], match.group("situation")
+    return sentence_case(reported), match.group("situation")
 
 
 def move_setting(text: str) -> str:
@@ -155,7 +155,7 @@ def with_context(
     text = question.text
     rationale = question.rationale
     if context:
-        text = f"{context[:1].upper()}{context[1:]}: {text[:1].lower()}{text[1:]}"
+        text = f"{sentence_case(context)}: {text[:1].lower()}{text[1:]}"
         if situation:
             rationale = f"{rationale} Asked in this situation: {situation}."
     if afterword:

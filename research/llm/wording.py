@@ -54,10 +54,20 @@ def clean(text: str) -> str:
     return " ".join(text.replace("\u2019", "'").split()).strip(" ,.;:!?")
 
 
+# A question opening with code ("pool.drain() or …", "quill.g or …", "setMaxTasks …") keeps
+# its case: a capital would change the identifier.
+_CODE_START = re.compile(r"^(?:\S*[(_=\[]|[a-z]+[A-Z]|[a-z][\w-]*\.[a-z])")
+
+
+def sentence_case(text: str) -> str:
+    """``text`` with a capital first letter, unless it opens with code."""
+    return text if _CODE_START.match(text) else f"{text[:1].upper()}{text[1:]}"
+
+
 def as_question(text: str) -> str:
-    """``text`` with a capital first letter and a question mark."""
+    """``text`` with a capital first letter (unless it opens with code) and a question mark."""
     text = clean(text)
-    return f"{text[:1].upper()}{text[1:]}?" if text else text
+    return f"{sentence_case(text)}?" if text else text
 
 
 def natural_case(item: str) -> str:

@@ -39,9 +39,12 @@ _BROKEN = re.compile(
 
 
 def well_formed(text: str) -> bool:
-    """A capital first letter, a question mark at the end, a verb in every sentence ("Since
-    which version?" has none), and none of the broken shapes."""
-    if not text or not text[0].isupper() or not text.endswith("?") or _BROKEN.search(text):
+    """A capital first letter (or code, which keeps its case: "pool.drain() or …"), a
+    question mark at the end, a verb in every sentence ("Since which version?" has none), and
+    none of the broken shapes."""
+    if not text or not text.endswith("?") or _BROKEN.search(text):
+        return False
+    if not text[0].isupper() and not re.match(r"\S*[(._]|[a-z]+[A-Z]", text):
         return False
     for sentence in re.split(r"(?<=\?)\s+", text):
         words = [w.casefold() for w in re.findall(r"[A-Za-z][\w'-]*", sentence)]

@@ -380,3 +380,18 @@ def test_a_topic_before_a_colon_is_context_every_part_keeps():
     ]
     # sides before the colon are still a comparison
     assert _texts("Quill vs Tarn: which is faster?")[-1] == "Which is faster, Quill or Tarn?"
+
+
+def test_several_statements_before_the_question_keep_their_full_stops():
+    # "… anywhere Others work fine" had run two sentences together, and "Others" read as a name.
+    assert _texts(
+        "Some of my Quill jobs never run, with no error anywhere. Others work fine. Why?"
+    ) == ["Some of my Quill jobs never run, with no error anywhere. Others work fine: why?"]
+
+
+def test_a_question_opening_with_code_keeps_its_case():
+    texts = _texts("pool.drain() or pool.close(): which should I call in Tarn, and how do they differ?")
+    assert "pool.drain() or pool.close(): which should I call in Tarn?" in texts
+    assert _texts("setMaxTasks(): what does it limit in Quill?") == [
+        "setMaxTasks(): what does it limit in Quill?"
+    ]
