@@ -291,7 +291,9 @@ def _choose(
     borrowed = [group for group in groups if not is_own(group)]
     groups = own + borrowed[: max(0, MIN_FINDINGS_SHOWN - len(own))]
 
-    # Loose matches only fill in when a question has too few quotations that answer it.
+    # The quotations that answer come first; loose matches fill the room they leave, after
+    # them (a section of five answers had left its other places empty while a loose match
+    # held what the question asked).
     # A quotation answers when it names the question's subject and is relevant on the
     # selector's page-local scale, or on the pool's (BM25 against the pool's best, a relative
     # scale on which some passage always leads) while also carrying the kind of value the
@@ -317,15 +319,19 @@ def _choose(
         )
 
     answering = [group for group in groups if answers(group)]
+    answer_ids = {id(group) for group in answering}
     if len(answering) >= MIN_FINDINGS_SHOWN:
-        groups = answering
+        groups = answering + [group for group in groups if id(group) not in answer_ids]
     # Answer shape before rank when room runs out: a quotation that passes the gap check
     # (carries the kind of value asked for, a figure for "how many" or a date for "when", and
     # names the subject) keeps its place ahead of better-matching ones that do not. For a
     # question asking no kind of value only the naming counts, which the pool already ranks
     # first, so its order stands.
     groups.sort(
-        key=lambda group: bool(unanswered(question.text, group[:1], sources, pool.names_subject))
+        key=lambda group: (
+            id(group) not in answer_ids,
+            bool(unanswered(question.text, group[:1], sources, pool.names_subject)),
+        )
     )
     # A quotation holding a string the question quotes (the error message asked about) is
     # where that string comes from: it keeps its place and leads, whatever the pool's order.
@@ -339,7 +345,9 @@ def _choose(
     groups.sort(key=lead)
     beyond = groups[limit:]
     groups = groups[:limit]
-    groups.sort(key=lambda group: (*lead(group), ranked.index(group[0])))
+    groups.sort(
+        key=lambda group: (*lead(group), id(group) not in answer_ids, ranked.index(group[0]))
+    )
     # Each quotation brings its siblings, the alternatives its page lists in the same words,
     # and one ending in a colon the passages it announces, right after it.
     groups = with_announced(with_siblings(groups, own), own)

@@ -180,24 +180,32 @@ def test_a_heading_that_dates_a_quotation_is_quoted_before_it():
     assert texts["e3"] == "\u201cThe off-peak discount ends on 28 February 2025.\u201d"
 
 
-def test_loose_matches_are_left_out_when_enough_quotations_answer_the_question():
+def test_loose_matches_fill_the_room_the_answers_leave_after_them():
     plan = make_plan("How much does the grant pay?")
+    loose = make_evidence("e0", "Our experts explain how much the grant pays.", "q1", relevance=0.45)
     evidence = [
+        loose,
         make_evidence("e1", "The grant pays 25 per cent of the installed cost.", "q1"),
         make_evidence("e2", "The maximum grant is SVC 4,000 per home.", "q1", source_id="s2"),
-        make_evidence("e3", "Our experts explain how much the grant pays.", "q1", relevance=0.45),
     ]
-    sparse = [evidence[0], evidence[2]]
 
-    full = ExtractiveModelClient().synthesize(synthesis_request(plan, evidence)).value
-    thin = ExtractiveModelClient().synthesize(synthesis_request(plan, sparse)).value
+    report = ExtractiveModelClient().synthesize(synthesis_request(plan, evidence)).value
 
-    def cited(report):
-        return {e for s in report.sections[0].statements for e in s.evidence_ids}
+    findings = [s for s in report.sections[0].statements if s.kind == "finding"]
+    # Two answers leave room in a section of ten: the loose match is shown, after them, and
+    # is no answer.
+    assert [s.evidence_ids[0] for s in findings][-1] == "e0"
+    assert {s.evidence_ids[0] for s in findings} == {"e0", "e1", "e2"}
+    assert findings[-1].label != "Answer"
 
-    assert cited(full) == {"e1", "e2"}
-    # With only one answering quotation, the loose one is shown (and labelled by confidence).
-    assert cited(thin) == {"e1", "e3"}
+    # Ten answers fill the section: no room is left for the loose match.
+    answers = [
+        make_evidence(f"a{n}", f"Survey {n} found the grant pays {n},130 euros.", "q1", source_id=f"s{n}")
+        for n in range(1, 11)
+    ]
+    full = ExtractiveModelClient().synthesize(synthesis_request(plan, [loose, *answers])).value
+    cited = {e for s in full.sections[0].statements for e in s.evidence_ids}
+    assert "e0" not in cited
 
 
 def test_a_report_with_one_question_shows_more_of_its_quotations():
