@@ -195,12 +195,19 @@ class PassagePage:
         return self.members.get(index, (index,))[0]
 
     @cached_property
-    def _window_openers(self) -> frozenset[int]:
-        return frozenset(members[0] for members in self.members.values())
+    def _units_by_opener(self) -> dict[int, tuple[int, ...]]:
+        found: dict[int, list[int]] = {}
+        for unit, members in self.members.items():
+            found.setdefault(members[0], []).append(unit)
+        return {opener: tuple(units) for opener, units in found.items()}
 
     def opens_window(self, index: int) -> bool:
         """Whether segment ``index`` is the first sentence of a window of several."""
-        return index in self._window_openers
+        return index in self._units_by_opener
+
+    def units_opening(self, index: int) -> tuple[int, ...]:
+        """The units of several segments that segment ``index`` opens."""
+        return self._units_by_opener.get(index, ())
 
     def dangling(self, index: int) -> bool:
         """Whether the unit opens by pointing back to a sentence it cannot be quoted with: a

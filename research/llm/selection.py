@@ -243,9 +243,6 @@ def _answer_echoes(page: "PassagePage", relevance: dict[int, float], query: dict
     is the pairing the report pool makes (:mod:`research.engine.question_echo`, FAQ retrieval
     after Burke et al. 1997), made where the page's passages are chosen, since the pool can
     only pair an answer that was chosen."""
-    starts = {members[0]: [] for members in page.members.values()}
-    for unit, members in page.members.items():
-        starts[members[0]].append(unit)
     for index in sorted(relevance):
         segment = page.segments[index]
         if segment.kind == "code" or not is_echo(page.passage(index)):
@@ -264,7 +261,7 @@ def _answer_echoes(page: "PassagePage", relevance: dict[int, float], query: dict
         )
         if answer is None:
             continue
-        for unit in (answer, *starts.get(answer, [])):
+        for unit in (answer, *page.units_opening(answer)):
             if relevance[index] > relevance.get(unit, 0.0):
                 relevance[unit] = relevance[index]
 
