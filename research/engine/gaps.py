@@ -20,14 +20,18 @@ from research.engine.text import MONTHS, content_terms
 # a manual page's section ("git-am(1)", "signal(7)").
 _NOT_VALUES = re.compile(r"\b(?:https?|ftp)://\S+|\[\d{1,3}\]|(?<=\w)\(\d[a-z]?\)")
 # Numbers that count nothing, so no figure answers "how many / how much / how large" with them:
-# a release ("Git 1.5.2", "2.6.23-rc3", "v18", "version 3.24") and a calendar date ("October
-# 2009", "3 May 2021", "2018-06-04"). A release or a date question still finds them, since
-# only a figure question's check leaves them out.
+# a release ("Git 1.5.2", "2.6.23-rc3", "v18", "version 3.24"), a calendar date ("October
+# 2009", "3 May 2021", "2018-06-04") and a cross-reference, the number naming a part of a
+# document after the noun it labels ("Chapter 16", "Listing 16-3", "Section 2.4", "page 12"):
+# a label, like a release number, not a quantity. A release or a date question still finds
+# them, since only a figure question's check leaves them out.
 _NOT_FIGURES = re.compile(
     r"\bv?\d+(?:\.\d+){2,}(?:-?(?:rc|alpha|beta|pre)\d*)?(?![\w.])"
     r"|\b\d+(?:\.\d+)*-?(?:rc|alpha|beta|pre)\d+\b"
     r"|\bv\d+(?:\.\d+)*\b"
     r"|\b(?:versions?|releases?)\s+\d+(?:\.\d+)*\b"
+    r"|\b(?:chapters?|sections?|appendix|appendices|figures?|fig\.|listings?|tables?|parts?"
+    r"|pages?|pp?\.|steps?|examples?|lines?)\s+\d+(?:[.-]\d+)*\b"
     r"|\b(?:" + "|".join(MONTHS) + r")\.?\s+(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?\d{4}\b"
     r"|\b\d{1,2}\s+(?:" + "|".join(MONTHS) + r")\.?\s+\d{4}\b"
     r"|\b\d{4}-\d{2}-\d{2}\b",
