@@ -37,9 +37,12 @@ _NOT_FIGURES = re.compile(
     r"|\b\d{4}-\d{2}-\d{2}\b",
     re.I,
 )
-# The name :func:`research.engine.question_terms.wanted_value` gives the value of a question
-# asking for a count or an amount ("how many", "how much", "how large").
+# The names :func:`research.engine.question_terms.wanted_value` gives the value of a question
+# asking for a count or an amount ("how many", "how much", "how large") and of one asking for a
+# length of time ("how long", "how often"). Neither is answered by a release, a date or a
+# cross-reference: a date is a point in time, not a length of it.
 _FIGURE = "a figure"
+_MEASURES = frozenset({_FIGURE, "a length of time"})
 # A word as :func:`research.engine.quality.subject_names` reads names ("Node.js", "init_db").
 _NAME_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[._+#-][A-Za-z0-9]+)*")
 # A name the question gives a release number ("Windows 7", "Node.js 18", "SQLAlchemy 1.4"): the
@@ -88,7 +91,7 @@ def unanswered(
 
     def carries_value(text: str) -> bool:
         text = _NOT_VALUES.sub(" ", text)
-        if value[0] == _FIGURE:
+        if value[0] in _MEASURES:
             text = _NOT_FIGURES.sub(" ", text)
             for release in releases:
                 text = release.sub(" ", text)

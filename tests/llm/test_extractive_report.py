@@ -280,6 +280,15 @@ def test_a_cross_reference_to_a_part_of_a_document_is_no_figure():
     assert _gaps_for(question, "A Zircon channel can have 2 receiving threads at most.") == []
 
 
+def test_a_date_or_a_release_is_no_length_of_time():
+    question = "How long does Zircon keep old drafts before pruning them?"
+    gap = [f"No quoted excerpt states a length of time for: {question}"]
+    assert _gaps_for(question, "Zircon drafts: pruning old ones, asked 12 June 2023.") == gap
+    assert _gaps_for(question, "Zircon 2.4.1 prunes old drafts on start-up.") == gap
+    assert _gaps_for(question, "Zircon prunes old drafts after 90 days.") == []
+    assert _gaps_for(question, "Zircon keeps old drafts for a week before pruning them.") == []
+
+
 def test_a_value_about_something_else_than_what_is_asked_is_no_answer():
     question = "How large is the otter population of Lake Vellmar?"
     assert _gaps_for(
