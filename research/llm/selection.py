@@ -136,6 +136,22 @@ _META = re.compile(
     r"reports?|is about)\b",
     re.IGNORECASE,
 )
+# Sentences in which the author guides the reader through the text rather than speaking of the
+# world: the frame markers of metadiscourse (Hyland, *Metadiscourse*, 2005), a first person
+# announcing or recalling a topic ("We'll talk about X in Chapter 19", "Let's look at X", "In
+# this section we discuss X", "Recall the X we discussed"). They repeat the topic's words and
+# say nothing about it.
+_FRAME = re.compile(
+    r"^(?:(?:in|for)\s+(?:this|the\s+next|the\s+following)\s+(?:chapter|section|part|tutorial|"
+    r"guide|page|article)\s*,?\s+|(?:next|now|first|finally|then|later)\s*,?\s+)?"
+    r"(?:we['’]ll|we\s+will|we['’]re\s+going\s+to|we\s+are\s+going\s+to|let['’]s|let\s+us|we)\s+"
+    r"(?:now\s+|also\s+|briefly\s+|first\s+|then\s+|further\s+)?"
+    r"(?:talk\s+about|discuss(?:ed)?|cover(?:ed)?|explor(?:e|ed)|look(?:ed)?\s+at|"
+    r"learn(?:ed)?\s+about|examin(?:e|ed)|introduc(?:e|ed)|round\s+out|get\s+to|"
+    r"return\s+to|come\s+back\s+to|revisit)\b"
+    r"|^(?:as\s+an\s+example,\s+|as\s+)?(?:recall|remember)\s+(?:the|our|how|what)\b",
+    re.IGNORECASE,
+)
 # A page's own publication data ("Published 1 December 2023 by the Buildings Division.",
 # "Cite as: arXiv:2311.04567."): an answer only to a question about the publication.
 _PUBLICATION_LINE = re.compile(
@@ -171,7 +187,7 @@ def _penalty(passage: str) -> float:
     penalty = 0.0
     if len(passage.split()) < SHORT_WORDS and not _QUANTITY.search(passage):
         penalty += SHORT_PENALTY
-    if _META.match(passage):
+    if _META.match(passage) or _FRAME.match(passage):
         penalty += META_PENALTY
     return penalty
 

@@ -148,3 +148,24 @@ def test_the_answer_after_a_faq_entry_shares_the_entry_s_relevance():
     entry = next(p for p in passages if FAQ[p.start : p.end].startswith("(4)"))
     answer = next(p for p in passages if "marked free" in FAQ[p.start : p.end])
     assert answer.relevance >= entry.relevance
+
+
+GUIDE_TITLE = "Kiln press guide: pressure curves"
+GUIDE = (
+    "Kiln press guide: pressure curves\n\n"
+    "We'll talk about pressure curves and glaze batches in Chapter 9.\n\n"
+    "Let's look at how the press reads pressure curves for each glaze batch.\n\n"
+    "A pressure curve holds one reading per second of a firing, and the press rejects a glaze "
+    "batch whose curve has a gap."
+)
+
+
+def test_a_sentence_guiding_the_reader_ranks_below_one_about_the_subject():
+    """Metadiscourse ("We'll talk about X in Chapter 9", "Let's look at X") repeats the
+    question's words and says nothing about them."""
+    question = QuestionText("q1", "What are pressure curves in a kiln press?")
+    scored = explain_question(GUIDE, question, title=GUIDE_TITLE)
+    relevance = {GUIDE[p.start : p.end].split()[0]: p.relevance for p in scored}
+
+    assert relevance["A"] > relevance["We'll"]
+    assert relevance["A"] > relevance["Let's"]
