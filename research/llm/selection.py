@@ -53,8 +53,8 @@ from research.engine.question_terms import (
     question_terms,
     quoted_phrases,
 )
-from research.engine.text import stem
 from research.llm.diversity import mmr_order, near_duplicate, overlap_of
+from research.llm.document_talk import ABOUT_PUBLICATION, about_the_document, publication_line
 from research.llm.passage_page import PassagePage
 from research.llm.passage_units import min_cover_proximity
 from research.llm.text import content_terms
@@ -129,39 +129,6 @@ SHORT_PENALTY = 0.1
 META_PENALTY = 0.2
 DANGLING_PENALTY = 0.15
 
-# Sentences about the document rather than the world ("This page summarises…").
-_META = re.compile(
-    r"^(?:this|the)\s+(?:page|article|note|report|section|document|post|paper|summary|chapter)\s+"
-    r"(?:summari[sz]\w*|describ\w*|explain\w*|gives?|sets? out|presents?|covers?|looks? at|"
-    r"reports?|is about)\b",
-    re.IGNORECASE,
-)
-# Sentences in which the author guides the reader through the text rather than speaking of the
-# world: the frame markers of metadiscourse (Hyland, *Metadiscourse*, 2005), a first person
-# announcing or recalling a topic ("We'll talk about X in Chapter 19", "Let's look at X", "In
-# this section we discuss X", "Recall the X we discussed"). They repeat the topic's words and
-# say nothing about it.
-_FRAME = re.compile(
-    r"^(?:(?:in|for)\s+(?:this|the\s+next|the\s+following)\s+(?:chapter|section|part|tutorial|"
-    r"guide|page|article)\s*,?\s+|(?:next|now|first|finally|then|later)\s*,?\s+)?"
-    r"(?:we['’]ll|we\s+will|we['’]re\s+going\s+to|we\s+are\s+going\s+to|let['’]s|let\s+us|we)\s+"
-    r"(?:now\s+|also\s+|briefly\s+|first\s+|then\s+|further\s+)?"
-    r"(?:talk\s+about|discuss(?:ed)?|cover(?:ed)?|explor(?:e|ed)|look(?:ed)?\s+at|"
-    r"learn(?:ed)?\s+about|examin(?:e|ed)|introduc(?:e|ed)|round\s+out|get\s+to|"
-    r"return\s+to|come\s+back\s+to|revisit)\b"
-    r"|^(?:as\s+an\s+example,\s+|as\s+)?(?:recall|remember)\s+(?:the|our|how|what)\b",
-    re.IGNORECASE,
-)
-# A page's own publication data ("Published 1 December 2023 by the Buildings Division.",
-# "Cite as: arXiv:2311.04567."): an answer only to a question about the publication.
-_PUBLICATION_LINE = re.compile(
-    r"^(?:(?:first\s+|originally\s+)?published|posted|updated|last\s+(?:updated|modified|"
-    r"reviewed|edited)|written|filed|submitted|received|accepted|revised)\b"
-    r"(?:\s+(?:on|by|in|at))?\s+(?:\d|[A-Z])"
-    r"|^(?:cite\s+(?:this|as)|how\s+to\s+cite|doi|permalink)\b",
-    re.IGNORECASE,
-)
-_ABOUT_PUBLICATION = frozenset(stem(word) for word in ("published", "publication", "cite", "citation", "updated"))
 
 
 @dataclass(frozen=True)
@@ -187,7 +154,7 @@ def _penalty(passage: str) -> float:
     penalty = 0.0
     if len(passage.split()) < SHORT_WORDS and not _QUANTITY.search(passage):
         penalty += SHORT_PENALTY
-    if _META.match(passage) or _FRAME.match(passage):
+    if about_the_document(passage):
         penalty += META_PENALTY
     return penalty
 
@@ -317,7 +284,7 @@ def _score_question(
     raw = page.retriever.get_scores(list(query))
     top = float(raw.max()) if len(raw) else 0.0
     answer_types = {term: shape for term, shape in answer_type_terms(question.text).items()}
-    about_publication = bool(_ABOUT_PUBLICATION & query.keys())
+    about_publication = bool(ABOUT_PUBLICATION & query.keys())
     relevance: dict[int, float] = {}
     lift: dict[int, float] = {}
     scores = {index: float(raw[position]) for position, index in enumerate(page.usable)}
@@ -334,7 +301,7 @@ def _score_question(
         )
         if segment.kind == "code" and not procedure and not quotes:
             continue
-        if not about_publication and _PUBLICATION_LINE.match(passage):
+        if not about_publication and publication_line(passage):
             continue
         value = _passage_score(page, index, query, focus, kind, answer_types)
         if shape is not None and (

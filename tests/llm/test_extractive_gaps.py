@@ -85,6 +85,24 @@ def test_a_release_number_or_a_date_is_no_count():
     assert _gaps(question, "The Zircon repository holds 55733 commits.") == []
 
 
+def test_a_cross_reference_to_a_part_of_a_document_is_no_figure():
+    question = "How many threads can receive from one Zircon channel?"
+    gap = [f"No quoted excerpt states a figure for: {question}"]
+    assert _gaps(question, "Zircon channels, as you'll recall from Chapter 16, are queues.") == gap
+    assert _gaps(question, "See Listing 16-3 and Section 2.4 on Zircon channel receivers.") == gap
+    assert _gaps(question, "A Zircon channel's receivers are described on page 12.") == gap
+    assert _gaps(question, "A Zircon channel can have 2 receiving threads at most.") == []
+
+
+def test_a_date_or_a_release_is_no_length_of_time():
+    question = "How long does Zircon keep old drafts before pruning them?"
+    gap = [f"No quoted excerpt states a length of time for: {question}"]
+    assert _gaps(question, "Zircon drafts: pruning old ones, asked 12 June 2023.") == gap
+    assert _gaps(question, "Zircon 2.4.1 prunes old drafts on start-up.") == gap
+    assert _gaps(question, "Zircon prunes old drafts after 90 days.") == []
+    assert _gaps(question, "Zircon keeps old drafts for a week before pruning them.") == []
+
+
 def test_a_head_noun_asking_an_amount_wants_a_figure():
     # "the maximum …" and "the size of …" ask an amount as "how many" does (question_kind)
     for question in (
