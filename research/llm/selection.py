@@ -130,7 +130,6 @@ META_PENALTY = 0.2
 DANGLING_PENALTY = 0.15
 
 
-
 @dataclass(frozen=True)
 class QuestionText:
     """A question to select passages for."""
