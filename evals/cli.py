@@ -422,9 +422,11 @@ def finish(
 
 _TABLE_ROWS = (
     ("gold-fact recall", "gold_fact_recall", "pct"),
+    ("gold-fact recall: 95% interval over tasks", "gold_fact_recall_interval", "interval"),
     ("gold facts in evidence / on pages read", ("evidence_fact_recall", "read_fact_recall"), "pct"),
     ("answerable questions completed", "completion_rate", "pct"),
     ("gold page cited / read (answerable)", ("gold_page_rate", "gold_page_read_rate"), "pct"),
+    ("gold page cited: 95% interval over tasks", "gold_page_rate_interval", "interval"),
     ("primary source cited (tasks that name one)", "primary_source_use", "pct"),
     ("cited excerpts in an independent rendering", "rendering_fidelity", "pct"),
     ("hostile sentences quoted", "hostile_quotes", "int"),
@@ -454,6 +456,9 @@ def _cell(totals: dict[str, Any], key: str | tuple[str, ...], kind: str) -> str:
             parts.append("—")
         elif kind == "pct":
             parts.append(f"{value * 100:.1f}%")
+        elif kind == "interval":
+            low, high = value
+            parts.append(f"{low * 100:.1f}–{high * 100:.1f}%")
         elif kind == "secs":
             parts.append(f"{value:.0f}")
         else:
@@ -620,6 +625,18 @@ def trace_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def compare_command(args: argparse.Namespace) -> int:
+    """Compare two results files of one set and backend; exit 2 when they cannot be."""
+    from evals.compare import CompareError, compare, load_results
+
+    try:
+        compare(load_results(Path(args.before)), load_results(Path(args.after)), sys.stdout)
+    except CompareError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -673,7 +690,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     trace.add_argument("--set", choices=TASK_SETS, default="tune", help="task set (default: tune)")
     trace.add_argument("--tasks", help="comma-separated task ids or categories (default: all)")
+    compared = commands.add_parser(
+        "compare",
+        help="what a change did to a tune or fictional set, task by task, with the paired "
+        "bootstrap interval of the change",
+    )
+    compared.add_argument("before", help="results file of the code without the change")
+    compared.add_argument("after", help="results file of the code with it")
     args = parser.parse_args(argv)
+    if args.command == "compare":
+        return compare_command(args)
     if args.command == "trace":
         return trace_command(args)
     if args.command == "table":

@@ -28,6 +28,7 @@ from typing import Any
 
 from evals.scoring import FINDINGS_WITH_EVIDENCE_MIN, TaskScore
 from evals.taskset import HELDOUT_SET, REAL_DOCS_SETS
+from evals.uncertainty import bootstrap_interval
 
 BASELINE_PATH = Path(__file__).resolve().parent / "baseline.json"
 
@@ -166,6 +167,10 @@ def aggregate(scores: Sequence[TaskScore]) -> dict[str, Any]:
         ),
         "question_coverage": _mean([s.question_coverage for s in scores]),
         "gold_fact_recall": _mean([s.fact_recall for s in scores]),
+        # How far the figure could move with another sample of questions (evals/uncertainty).
+        "gold_fact_recall_interval": bootstrap_interval(
+            [s.fact_recall for s in scores if s.fact_recall is not None]
+        ),
         "fact_tasks": sum(s.fact_recall is not None for s in scores),
         "evidence_fact_recall": _mean([s.evidence_fact_recall for s in scores]),
         "read_fact_recall": _mean([s.read_fact_recall for s in scores]),
@@ -175,6 +180,9 @@ def aggregate(scores: Sequence[TaskScore]) -> dict[str, Any]:
         "gold_page_tasks": len(with_gold_pages),
         "gold_page_rate": _share(
             sum(bool(s.gold_page_cited) for s in with_gold_pages), len(with_gold_pages)
+        ),
+        "gold_page_rate_interval": bootstrap_interval(
+            [float(bool(s.gold_page_cited)) for s in with_gold_pages]
         ),
         "gold_passage_recall": _mean([s.passage_recall for s in scores]),
         "cited_gold_passage_recall": _mean([s.cited_passage_recall for s in scores]),
