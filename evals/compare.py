@@ -3,7 +3,8 @@
 Two results files of the same set and backend (``python -m evals run --results DIR`` writes
 ``DIR/<set>-<backend>.json``), the code without a change and with it: the set's figures before
 and after, the paired bootstrap interval of the per-task difference in gold-fact recall and
-in the gold page cited (:mod:`evals.uncertainty`), and every task whose stated, evidence or
+in the gold page cited with the paired randomization test's p-value (:mod:`evals.uncertainty`),
+and every task whose stated, evidence or
 read facts, status or gold page changed. A held-out results file holds aggregates only and is
 refused: its tasks are not for reading while the method changes.
 """
@@ -82,12 +83,14 @@ def compare(before: Mapping[str, Any], after: Mapping[str, Any], out: TextIO) ->
     ):
         old_values = _present({tid: value(task) for tid, task in old_tasks.items()})
         new_values = _present({tid: value(task) for tid, task in new_tasks.items()})
-        mean, interval, count = paired_difference(old_values, new_values)
+        mean, interval, p_value, count = paired_difference(old_values, new_values)
         span = (
             f"95% interval {interval[0] * 100:+.1f} to {interval[1] * 100:+.1f} points"
             if interval
             else "too few tasks for an interval"
         )
+        if p_value is not None:
+            span += f"; randomization test p = {p_value:.2f}"
         out.write(f"  change in {title}: {mean * 100:+.1f} points over {count} tasks ({span})\n")
     changed = [
         (task_id, lines)

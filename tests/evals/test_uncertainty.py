@@ -14,7 +14,7 @@ import pytest
 from evals.cli import BackendResult, finish, main
 from evals.gates import aggregate
 from evals.scoring import TaskScore
-from evals.uncertainty import bootstrap_interval, paired_difference
+from evals.uncertainty import bootstrap_interval, paired_difference, randomization_p
 
 pytestmark = pytest.mark.service_neutral
 
@@ -45,12 +45,27 @@ def test_a_paired_difference_is_over_the_tasks_both_runs_hold() -> None:
     before = {"a": 0.5, "b": 1.0, "c": 0.0, "only-before": 1.0}
     after = {"a": 1.0, "b": 1.0, "c": 0.0, "only-after": 0.0}
 
-    mean, interval, count = paired_difference(before, after)
+    mean, interval, p_value, count = paired_difference(before, after)
 
     assert count == 3
     assert mean == pytest.approx(0.5 / 3, abs=1e-4)
     assert interval is not None and interval[0] >= 0.0 and interval[1] <= 0.5
-    assert paired_difference({"a": 1.0}, {"a": 1.0}) == (0.0, None, 1)
+    assert p_value is not None and p_value > 0.4  # one task of three moved: chance does that
+    assert paired_difference({"a": 1.0}, {"a": 1.0}) == (0.0, None, 1.0, 1)
+    assert paired_difference({}, {}) == (0.0, None, None, 0)
+
+
+def test_the_randomization_test_tells_a_consistent_change_from_a_lone_one() -> None:
+    consistent = [0.25] * 20  # every task gained a quarter
+    lone = [0.0] * 19 + [1.0]  # one task gained everything
+    mixed = [0.5, -0.5] * 10
+
+    assert randomization_p(consistent) < 0.01
+    assert randomization_p(lone) == 1.0
+    assert randomization_p(mixed) == 1.0
+    assert randomization_p([0.0] * 5) == 1.0
+    assert randomization_p([]) is None
+    assert randomization_p(consistent) == randomization_p(list(consistent))
 
 
 def _score(task_id: str, stated: int, page: bool | None) -> TaskScore:
@@ -131,6 +146,7 @@ def test_compare_names_each_changed_task_and_the_paired_interval(tmp_path, capsy
     assert "gold-fact recall                 50.0% -> 66.7%" in out
     assert "pages read                       10 -> 12" in out
     assert "change in gold-fact recall: +16.7 points over 3 tasks" in out
+    assert "randomization test p = 1.00" in out  # one task of three: chance does that
     assert "tasks changed: 1" in out
     assert "a: stated +w; in evidence +w; on pages read +w" in out
 
