@@ -2,11 +2,11 @@
 
 Two results files of the same set and backend (``python -m evals run --results DIR`` writes
 ``DIR/<set>-<backend>.json``), the code without a change and with it: the set's figures before
-and after, the paired bootstrap interval of the per-task difference in gold-fact recall and
-in the gold page cited with the paired randomization test's p-value (:mod:`evals.uncertainty`),
-and every task whose stated, evidence or
-read facts, status or gold page changed. A held-out results file holds aggregates only and is
-refused: its tasks are not for reading while the method changes.
+and after, the paired bootstrap interval of the per-task difference in gold-fact recall and in
+the gold page cited with the paired randomization test's p-value (:mod:`evals.uncertainty`), and
+every task whose stated, evidence or read facts, status or gold page changed. A held-out results
+file holds aggregates only and is refused: its tasks are not for reading while the method
+changes.
 """
 
 from __future__ import annotations
@@ -19,15 +19,16 @@ from typing import Any, TextIO
 from evals.taskset import HELDOUT_SET
 from evals.uncertainty import paired_difference
 
+# (title, totals key, whether the figure is a share shown as a percentage)
 FIGURES = (
-    ("gold-fact recall", "gold_fact_recall"),
-    ("gold facts in evidence", "evidence_fact_recall"),
-    ("gold facts on pages read", "read_fact_recall"),
-    ("answerable questions completed", "completion_rate"),
-    ("gold page cited", "gold_page_rate"),
-    ("gold page read", "gold_page_read_rate"),
-    ("required-question coverage", "question_coverage"),
-    ("pages read", "fetched_sources"),
+    ("gold-fact recall", "gold_fact_recall", True),
+    ("gold facts in evidence", "evidence_fact_recall", True),
+    ("gold facts on pages read", "read_fact_recall", True),
+    ("answerable questions completed", "completion_rate", True),
+    ("gold page cited", "gold_page_rate", True),
+    ("gold page read", "gold_page_read_rate", True),
+    ("required-question coverage", "question_coverage", True),
+    ("pages read", "fetched_sources", False),
 )
 _FACT_LISTS = (
     ("stated", "facts_stated"),
@@ -69,9 +70,9 @@ def compare(before: Mapping[str, Any], after: Mapping[str, Any], out: TextIO) ->
     old_tasks = {task["task_id"]: task for task in before["tasks"]}
     new_tasks = {task["task_id"]: task for task in after["tasks"]}
     out.write(f"{after['set']} set, {after['backend']}: {len(new_tasks)} tasks\n")
-    for title, key in FIGURES:
+    for title, key, share in FIGURES:
         old, new = before["totals"].get(key), after["totals"].get(key)
-        out.write(f"  {title:32} {_figure(old, key)} -> {_figure(new, key)}\n")
+        out.write(f"  {title:32} {_figure(old, share)} -> {_figure(new, share)}\n")
     for title, value in (
         ("gold-fact recall", lambda task: task.get("fact_recall")),
         (
@@ -109,12 +110,10 @@ def _present(values: Mapping[str, float | None]) -> dict[str, float]:
     return {task: value for task, value in values.items() if value is not None}
 
 
-def _figure(value: Any, key: str) -> str:
+def _figure(value: Any, share: bool) -> str:
     if value is None:
         return "—"
-    if key == "fetched_sources":
-        return str(value)
-    return f"{value * 100:.1f}%"
+    return f"{value * 100:.1f}%" if share else str(value)
 
 
 def _task_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
