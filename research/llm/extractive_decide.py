@@ -37,8 +37,10 @@ _PREFERRED_BONUS = 0.05
 # A result one of the searches placed this high is worth reading on the search engine's word
 # when its title, snippet or address shares the question's focus, even if they name few of the
 # question's other terms: the naive baseline that reads each search's top five cites the page
-# holding the answer more often than a decider trusting titles alone.
-ENGINE_TOP_PLACES = 5
+# holding the answer more often than a decider trusting titles alone. Four places, not the
+# baseline's five: read on the engine's word, the fifth added 7% of the pages read and no
+# answer and no gold page on the tune or the held-out set (docs/llm.md, "Decider").
+ENGINE_TOP_PLACES = 4
 # Share of the run's fetch budget that reading for breadth may use before finishing. Reading
 # for breadth starts only once every question meets the finish gate, so what it leaves is a
 # reserve for questions a plan refinement adds: 0.7 leaves three of the quick preset's ten

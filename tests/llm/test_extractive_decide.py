@@ -274,6 +274,15 @@ def test_a_top_ranked_result_is_read_though_its_title_matches_weakly():
     assert [a.source_id for a in reads] == ["s1"]
 
 
+def test_only_the_engine_top_places_are_read_on_its_word():
+    """A weak title is read on the engine's word in its fourth place, not in its fifth."""
+    plan = make_plan("What do heat pumps cost to run?")
+    for place, read in ((4, ["s1"]), (5, [])):
+        weak_title = candidate("s1", "Heat pump guide", domain="energy.example", search_ranks=[place])
+        actions = _decide(make_brief(plan, candidates=[weak_title]))
+        assert [a.source_id for a in actions if a.type == "read"] == read
+
+
 def test_two_covered_questions_keep_reading_until_the_breadth_share_is_used():
     """Each question rests on three pages, yet six reads of ten are less than the share of
     the budget reading for breadth may use (seven): the run reads on instead of finishing."""
