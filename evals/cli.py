@@ -427,6 +427,8 @@ _TABLE_ROWS = (
     ("answerable questions completed", "completion_rate", "pct"),
     ("gold page cited / read (answerable)", ("gold_page_rate", "gold_page_read_rate"), "pct"),
     ("gold page cited: 95% interval over tasks", "gold_page_rate_interval", "interval"),
+    ("executive summary states a gold fact", "summary_fact_rate", "pct"),
+    ("quotations labelled Answer stating a gold fact", "answer_label_precision", "pct"),
     ("primary source cited (tasks that name one)", "primary_source_use", "pct"),
     ("cited excerpts in an independent rendering", "rendering_fidelity", "pct"),
     ("hostile sentences quoted", "hostile_quotes", "int"),

@@ -28,6 +28,8 @@ FIGURES = (
     ("gold page cited", "gold_page_rate", True),
     ("gold page read", "gold_page_read_rate", True),
     ("required-question coverage", "question_coverage", True),
+    ("executive summary states a gold fact", "summary_fact_rate", True),
+    ("quotations labelled Answer stating a gold fact", "answer_label_precision", True),
     ("pages read", "fetched_sources", False),
 )
 _FACT_LISTS = (

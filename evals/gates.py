@@ -131,6 +131,7 @@ def aggregate(scores: Sequence[TaskScore]) -> dict[str, Any]:
     answerable = [s for s in scores if s.answerable]
     unanswerable = [s for s in scores if not s.answerable]
     with_gold_pages = [s for s in scores if s.gold_page_cited is not None]
+    with_facts = [s for s in scores if s.summary_states_fact is not None]
     factual = sum(s.factual_statements for s in scores)
     rendered = sum(s.cited_excerpts_rendered for s in scores)
     return {
@@ -183,6 +184,13 @@ def aggregate(scores: Sequence[TaskScore]) -> dict[str, Any]:
         ),
         "gold_page_rate_interval": bootstrap_interval(
             [float(bool(s.gold_page_cited)) for s in with_gold_pages]
+        ),
+        "summary_fact_rate": _share(
+            sum(bool(s.summary_states_fact) for s in with_facts), len(with_facts)
+        ),
+        "answer_label_precision": _share(
+            sum(s.answer_statements_with_fact for s in scores),
+            sum(s.answer_statements for s in scores),
         ),
         "gold_passage_recall": _mean([s.passage_recall for s in scores]),
         "cited_gold_passage_recall": _mean([s.cited_passage_recall for s in scores]),

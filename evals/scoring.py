@@ -25,6 +25,7 @@ from evals.matching import (
     states_fact,
 )
 from evals.taskset import ContradictionSide, GoldPassage, Task
+from research.engine.answer_order import ANSWER_LABEL
 from research.engine.review import UNSUPPORTED_LABEL
 from research.engine.support import check_support
 
@@ -114,6 +115,12 @@ class TaskScore:
     # a cited source is one of the task's gold pages (None: the task names none)
     gold_page_cited: bool | None = None
     gold_page_read: bool | None = None
+    # What a reader meets first (tasks with gold facts; None otherwise): whether a finding of
+    # the executive summary states a gold fact, and the findings labelled as the answer to
+    # their question, with how many of them state one.
+    summary_states_fact: bool | None = None
+    answer_statements: int = 0
+    answer_statements_with_fact: int = 0
     # cited excerpts checked against an independent rendering of their page
     cited_excerpts_rendered: int = 0
     cited_excerpts_in_rendering: int = 0
@@ -292,6 +299,7 @@ def score_run(
             supported.append((contradiction.get("summary", ""), cited))
 
     _score_answer(task, score, report, [text for text, _ in supported], valid, in_scope, sources)
+    _score_lead(task, score, report, valid)
     _score_contradiction(task, score, supported, valid)
     _score_duplicates(task, score, sources)
     _score_safety(task, score, document, observation, sources)
@@ -368,6 +376,36 @@ def _score_answer(
         score.gold_page_read = any(
             matches_source(s["url"], task.gold_pages) for s in _read(sources)
         )
+
+
+def _score_lead(
+    task: Task, score: TaskScore, report: dict[str, Any] | None, valid: dict[str, dict[str, Any]]
+) -> None:
+    """Whether the executive summary states a gold fact, and how many of the findings labelled
+    as the answer to their question (``ANSWER_LABEL``) state one: what a reader meets first.
+    Only findings citing valid evidence count, as for recall. Gold facts are what a task's
+    author wrote down, not every true answer, so the label's share is a lower bound."""
+    if not task.gold_facts:
+        return
+
+    def with_evidence(statement: dict[str, Any]) -> bool:
+        return statement.get("kind") == "finding" and any(
+            eid in valid for eid in statement.get("evidence_ids", [])
+        )
+
+    def states_gold(statement: dict[str, Any]) -> bool:
+        return any(states_fact(statement.get("text", ""), fact) for fact in task.gold_facts)
+
+    summary = [s for s in (report or {}).get("executive_summary", []) if with_evidence(s)]
+    score.summary_states_fact = any(states_gold(statement) for statement in summary)
+    answers = [
+        statement
+        for section in (report or {}).get("sections", [])
+        for statement in section.get("statements", [])
+        if statement.get("label") == ANSWER_LABEL and with_evidence(statement)
+    ]
+    score.answer_statements = len(answers)
+    score.answer_statements_with_fact = sum(states_gold(statement) for statement in answers)
 
 
 def _read(sources: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

@@ -602,3 +602,43 @@ def test_completion_counts_answerable_tasks_and_a_gap_answers_an_unanswerable_on
     assert (totals["answerable_tasks"], totals["completion_rate"]) == (1, 0.0)
     assert (totals["unanswerable_tasks"], totals["gap_stated_rate"]) == (2, 0.5)
     assert totals["gold_page_rate"] == 0.0 and totals["gold_page_tasks"] == 1
+
+
+def test_the_summary_and_the_answer_label_are_scored_on_what_they_state():
+    """The executive summary states a gold fact or not; of the findings labelled Answer (with
+    valid evidence), the share stating one is the label's precision."""
+    other = "Boardings."
+    evidence = [make_evidence("e1", "s1"), make_evidence("e2", "s1", other)]
+    answer = {**finding("f1", EXCERPT, "e1"), "label": "Answer"}
+    loose = {**finding("f2", other, "e2"), "label": "Answer"}
+    unresolved = {**finding("f3", EXCERPT, "missing"), "label": "Answer"}
+    supporting = {**finding("f4", EXCERPT, "e1"), "label": "Supporting"}
+    document = make_document([answer, loose, unresolved, supporting], evidence, [OPERATOR])
+    document["report"]["executive_summary"] = [finding("summary-1", other, "e2")]
+
+    score = score_run(make_task(), document)
+
+    assert score.summary_states_fact is False
+    assert (score.answer_statements, score.answer_statements_with_fact) == (2, 1)
+
+    document["report"]["executive_summary"] = [finding("summary-1", EXCERPT, "e1")]
+    stated = score_run(make_task(), document)
+    assert stated.summary_states_fact is True
+
+    totals = aggregate([score, stated])
+    assert totals["summary_fact_rate"] == 0.5
+    assert totals["answer_label_precision"] == 0.5
+
+
+def test_a_task_without_gold_facts_has_no_summary_figure():
+    document = make_document([finding("f1", EXCERPT, "e1")], [make_evidence("e1", "s1")], [OPERATOR])
+    task = make_task(
+        gold_facts=[],
+        required_questions=[{"id": "q", "text": "How many?", "expect_gap": True}],
+        answerable=False,
+    )
+
+    score = score_run(task, document)
+
+    assert score.summary_states_fact is None
+    assert aggregate([score])["summary_fact_rate"] is None
