@@ -37,6 +37,10 @@ _NOT_FIGURES = re.compile(
     r"|\b\d{4}-\d{2}-\d{2}\b",
     re.I,
 )
+# The number a heading or a list item opens with, ending in a full stop ("2. Details",
+# "16.2. Using Message Passing", "IV. Results", "3. Run the tests"): the label of a part of the
+# document or of a step, like "Chapter 16", not a figure it states.
+_LABEL_NUMBER = re.compile(r"^\s*(?:\d+(?:\.\d+)*|[IVXLC]+)\.\s+")
 # The names :func:`research.engine.question_terms.wanted_value` gives the value of a question
 # asking for a count or an amount ("how many", "how much", "how large") and of one asking for a
 # length of time ("how long", "how often"). Neither is answered by a release, a date or a
@@ -90,6 +94,8 @@ def unanswered(
     releases = [re.compile(rf"\b{re.escape(name)}\s+v?\d+(?:\.\d+)+\b", re.I) for name in names]
 
     def carries_value(text: str) -> bool:
+        if value[0] in _MEASURES:
+            text = _LABEL_NUMBER.sub(" ", text)
         text = _NOT_VALUES.sub(" ", text)
         if value[0] in _MEASURES:
             text = _NOT_FIGURES.sub(" ", text)

@@ -94,6 +94,22 @@ def test_a_cross_reference_to_a_part_of_a_document_is_no_figure():
     assert _gaps(question, "A Zircon channel can have 2 receiving threads at most.") == []
 
 
+def test_the_number_of_a_section_or_a_step_is_no_figure():
+    """"2. Details" labels a part of the page and "3. Attach …" a step, as "Chapter 16" does."""
+    question = "How many databases can one Zircon connection attach?"
+    gap = [f"No quoted excerpt states a figure for: {question}"]
+    limit = "There is a limit to the databases one Zircon connection can attach."
+    evidence = make_evidence("e1", limit, "q1", heading="2. Details")
+    report = ExtractiveModelClient().synthesize(
+        synthesis_request(make_plan(question), [evidence])
+    ).value
+    assert [g.description for g in report.gaps if g.question_id == "q1"] == gap
+    assert _gaps(question, "3. Attach the Zircon databases one connection needs.") == gap
+    assert _gaps(question, "IV. Zircon connections attach databases on demand.") == gap
+    assert _gaps(question, "A Zircon connection can attach 10 databases by default.") == []
+    assert _gaps(question, "10. A Zircon connection can attach 12 databases.") == []
+
+
 def test_a_date_or_a_release_is_no_length_of_time():
     question = "How long does Zircon keep old drafts before pruning them?"
     gap = [f"No quoted excerpt states a length of time for: {question}"]
