@@ -72,9 +72,10 @@ def compare(before: Mapping[str, Any], after: Mapping[str, Any], out: TextIO) ->
     old_tasks = {task["task_id"]: task for task in before["tasks"]}
     new_tasks = {task["task_id"]: task for task in after["tasks"]}
     out.write(f"{after['set']} set, {after['backend']}: {len(new_tasks)} tasks\n")
+    width = max(len(title) for title, _, _ in FIGURES)
     for title, key, share in FIGURES:
         old, new = before["totals"].get(key), after["totals"].get(key)
-        out.write(f"  {title:32} {_figure(old, share)} -> {_figure(new, share)}\n")
+        out.write(f"  {title:{width}} {_figure(old, share)} -> {_figure(new, share)}\n")
     for title, value in (
         ("gold-fact recall", lambda task: task.get("fact_recall")),
         (
@@ -127,7 +128,18 @@ def _task_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
             lines.append(
                 f"{title} " + " ".join([*(f"-{f}" for f in lost), *(f"+{f}" for f in gained)])
             )
-    for title, key in (("status", "status"), ("gold page cited", "gold_page_cited")):
+    for title, key in (
+        ("status", "status"),
+        ("gold page cited", "gold_page_cited"),
+        ("summary states a gold fact", "summary_states_fact"),
+    ):
         if old.get(key) != new.get(key):
             lines.append(f"{title} {old.get(key)} -> {new.get(key)}")
+    answers = [
+        (task.get("answer_statements_with_fact", 0), task.get("answer_statements", 0))
+        for task in (old, new)
+    ]
+    if answers[0] != answers[1]:
+        (had, of), (has, now) = answers
+        lines.append(f"Answer quotations stating a gold fact {had}/{of} -> {has}/{now}")
     return lines

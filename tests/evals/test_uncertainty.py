@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -143,12 +144,28 @@ def test_compare_names_each_changed_task_and_the_paired_interval(tmp_path, capsy
     assert main(["compare", str(before), str(after)]) == 0
 
     out = capsys.readouterr().out
-    assert "gold-fact recall                 50.0% -> 66.7%" in out
-    assert "pages read                       10 -> 12" in out
+    assert re.search(r"gold-fact recall +50\.0% -> 66\.7%", out)
+    assert re.search(r"pages read +10 -> 12", out)
     assert "change in gold-fact recall: +16.7 points over 3 tasks" in out
     assert "randomization test p = 1.00" in out  # one task of three: chance does that
     assert "tasks changed: 1" in out
     assert "a: stated +w; in evidence +w; on pages read +w" in out
+
+
+def test_compare_names_a_task_whose_summary_or_answers_changed(tmp_path, capsys) -> None:
+    lead = {"summary_states_fact": False, "answer_statements": 3, "answer_statements_with_fact": 0}
+    better = {"summary_states_fact": True, "answer_statements": 3, "answer_statements_with_fact": 1}
+    before = _results(tmp_path / "before.json", "tune", [_task("a", ["x"], 0.5) | lead])
+    after = _results(tmp_path / "after.json", "tune", [_task("a", ["x"], 0.5) | better])
+
+    assert main(["compare", str(before), str(after)]) == 0
+
+    out = capsys.readouterr().out
+    assert "tasks changed: 1" in out
+    assert (
+        "a: summary states a gold fact False -> True; "
+        "Answer quotations stating a gold fact 0/3 -> 1/3"
+    ) in out
 
 
 @pytest.mark.parametrize(
