@@ -103,22 +103,6 @@ def defines_focus(question: str, text: str) -> bool:
     return opens_with_definition(text, (shape, _NEGATED_COPULA), focus)
 
 
-def has_answer_shape(question: str, item: Evidence) -> bool:
-    """Whether ``item`` has the shape of the answer ``question``'s kind wants (a figure, a
-    date, a copula, an instruction, a contrast, a polarity, a causal connective:
-    :func:`research.engine.question_terms.answer_shape`), the selector's shape component; a
-    date may stand in its heading, and a code sample is a usage's shape. False for a kind
-    with no shape."""
-    kind = question_kind(question)
-    shape = answer_shape(kind)
-    if shape is None:
-        return False
-    if item.locator.code:
-        return kind.kind == "procedure"
-    heading = item.locator.heading or ""
-    return bool(shape.search(item.excerpt)) or (kind.kind == "date" and bool(shape.search(heading)))
-
-
 def holds_quoted(question: str, text: str) -> bool:
     """Whether ``text`` holds a string ``question`` quotes (two content terms or more, in
     order): the message the asker saw or the wording they typed, word for word."""
@@ -302,17 +286,14 @@ def answer_first(
     *,
     answers_directly: Callable[[list[Evidence]], bool],
     conflicts: Sequence[ContradictionCandidate] = (),
-    preferred: Callable[[list[Evidence]], bool] = lambda group: False,
 ) -> list[Placed]:
     """``groups`` (strongest first) as blocks: up to :data:`MAX_ANSWERS` groups that answer
-    the question directly, the ``preferred`` ones first (the answer's shape before rank),
-    then the supporting ones in the order given, then those that contradict the answers (a
-    stance of ``contradicts``, or another value of a conflict). Without a direct answer
-    every group is supporting."""
+    the question directly, then the supporting ones in the order given, then those that
+    contradict the answers (a stance of ``contradicts``, or another value of a conflict).
+    Without a direct answer every group is supporting."""
     contradicting = [g for g in groups if any(item.stance == "contradicts" for item in g)]
     rest = [g for g in groups if not any(g is c for c in contradicting)]
-    answering = [g for g in rest if answers_directly(g)]
-    answers = sorted(answering, key=lambda g: not preferred(g))[:MAX_ANSWERS]
+    answers = [g for g in rest if answers_directly(g)][:MAX_ANSWERS]
     others = [g for g in rest if not any(g is a for a in answers)]
     contrasting = [g for g in others if _opposed(g, answers, conflicts)]
     supporting = [g for g in others if not any(g is c for c in contrasting)]

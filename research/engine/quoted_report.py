@@ -22,7 +22,6 @@ from research.engine.answer_order import (
     by_side,
     comparison_sides,
     defines_focus,
-    has_answer_shape,
     holds_quoted,
     quotes_code,
     with_announced,
@@ -386,11 +385,6 @@ def _section(
                 group, question.text, sources, pool.relevance(group[0]), pool.names_subject
             ),
             conflicts=conflicts,
-            # The quotation holding the string the question quotes keeps its lead; after it,
-            # the answers of the shape the question's kind wants lead the others (the shape
-            # before rank, as when the room runs out in _choose).
-            preferred=lambda group: holds_quoted(question.text, group[0].excerpt)
-            or has_answer_shape(question.text, group[0]),
         )
     # What a lead-in ending in a colon announces reads right after it.
     placed = after_announcers(placed)

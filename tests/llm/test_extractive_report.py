@@ -323,29 +323,6 @@ def test_the_passage_answering_the_question_leads_its_section_labelled():
     assert [s.evidence_ids for s in report.executive_summary] == [["e2"]]
 
 
-def test_among_the_answers_the_one_of_the_answer_shape_leads():
-    """Both passages answer a yes/no question; the one stating a polarity ("never") leads the
-    section and the summary, though the other matches the question's words better."""
-    plan = make_plan("Does Zircon ship with a built-in database layer?")
-    evidence = [
-        make_evidence(
-            "e1", "Zircon ships a built-in glue layer to the database tools you choose.", "q1",
-            relevance=0.9,
-        ),
-        make_evidence("e2", "Zircon will never have a layer of its own.", "q1",
-                      relevance=0.7, source_id="s2"),
-    ]
-
-    report = _write(plan, evidence)
-
-    findings = [s for s in report.sections[0].statements if s.kind == "finding"]
-    assert [(s.label, s.evidence_ids) for s in findings] == [
-        ("Answer", ["e2"]),
-        ("Answer", ["e1"]),
-    ]
-    assert [s.evidence_ids for s in report.executive_summary] == [["e2"]]
-
-
 def test_without_a_direct_answer_the_summary_states_the_gap():
     plan = make_plan("On what date was Zircon 4 released?")
     evidence = [make_evidence("e1", "Zircon 4 brings a new parser and faster builds.", "q1")]
