@@ -56,7 +56,7 @@ from research.engine.report_conflicts import (
     is_value_conflict,
     report_contradictions,
 )
-from research.engine.text import content_terms
+from research.engine.text import TERM_MARK, content_terms, fold
 
 MAX_FINDINGS_PER_QUESTION = 6
 # A report answering one question has room for more of its quotations.
@@ -76,6 +76,7 @@ METHODOLOGY = (
     "Quotations are not reconciled or interpreted: where sources disagree, read the cited "
     "passages side by side.",
     "Where the heading a quotation stands under gives a date or figure the quotation lacks, "
+    "or names the term (an option, a function) the quotation describes without naming it, "
     "the heading is quoted before it.",
     "Each question's section leads with the passages that answer it directly (Answer), then "
     "supporting and contrasting ones; a comparison shows one block per side.",
@@ -102,9 +103,13 @@ _SECTION_NUMBER = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.)\s+")
 def _finding_text(item: Evidence, source: SourceSummary | None = None) -> str:
     """The quotation of ``item``, led by the heading it stands under when that heading carries
     a date or figure the quotation lacks: under "From 5 January 2025", "The adult single fare
-    rises…" means nothing without the date. The heading is the source's own text too; the
-    page's title heading is not repeated (the sources list names it). A code sample is its
-    code as the page has it, which the report shows as a code block."""
+    rises…" means nothing without the date. Likewise when the quotation describes a term of a
+    definition list that it does not name: "Return the square root of X." says what it
+    describes only under "Math Functions › sqrt(X)", as an option's description does only
+    under its option (the heading the ledger gives such a text, ``under_term``). The heading
+    is the source's own text too; the page's title heading is not repeated (the sources list
+    names it). A code sample is its code as the page has it, which the report shows as a code
+    block."""
     if item.locator.code:
         return item.excerpt.strip("\n")
     heading = " ".join((item.locator.heading or "").split())
@@ -112,9 +117,21 @@ def _finding_text(item: Evidence, source: SourceSummary | None = None) -> str:
     missing = _numbers(unnumbered) - _numbers(item.excerpt)
     title = " ".join((source.title if source else "").split()).casefold()
     is_title = bool(title) and (heading.casefold() in title or title in heading.casefold())
-    if heading and missing and not is_title and len(heading) <= _HEADING_SHOWN_CHARS:
-        return f"Under {_quote(heading)}: {_quote(item.excerpt)}"
+    if heading and (missing or _unnamed_term(heading, item.excerpt)) and not is_title:
+        if len(heading) <= _HEADING_SHOWN_CHARS:
+            return f"Under {_quote(heading)}: {_quote(item.excerpt)}"
+        if not missing:  # the term alone when section and term are too long to show
+            return f"Under {_quote(heading.rsplit(TERM_MARK, 1)[1])}: {_quote(item.excerpt)}"
     return _quote(item.excerpt)
+
+
+def _unnamed_term(heading: str, excerpt: str) -> bool:
+    """Whether ``heading`` ends with a defined term (``section › term``) that ``excerpt``,
+    its description, does not spell out."""
+    if TERM_MARK not in heading:
+        return False
+    term = heading.rsplit(TERM_MARK, 1)[1].removesuffix("…").strip()
+    return bool(term) and fold(term) not in fold(" ".join(excerpt.split()))
 
 
 def _best_relevance(group: list[Evidence]) -> int:

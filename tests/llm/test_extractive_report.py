@@ -180,6 +180,48 @@ def test_a_heading_that_dates_a_quotation_is_quoted_before_it():
     assert texts["e3"] == "\u201cThe off-peak discount ends on 28 February 2025.\u201d"
 
 
+def test_a_definition_quoted_without_its_term_is_quoted_under_it():
+    plan = make_plan("Which function limits a value to a range, and what does it return?")
+    section = (
+        "Functions of the Tarn expression language, in the order the manual lists them, with "
+        "their arguments and the values they return"
+    )
+    evidence = [
+        make_evidence(
+            "e1",
+            "Returns the value moved into the range from lo to hi.",
+            "q1",
+            heading="Functions \u203a clamp(x, lo, hi)",
+        ),
+        make_evidence(
+            "e2",
+            "The function clamp(x, lo, hi) never raises an error.",
+            "q1",
+            heading="Functions \u203a clamp(x, lo, hi)",
+        ),
+        make_evidence(
+            "e3",
+            "Rounds the value to the nearest even integer.",
+            "q1",
+            heading=f"{section} \u203a round_even(x)",
+        ),
+    ]
+
+    report = ExtractiveModelClient().synthesize(synthesis_request(plan, evidence)).value
+
+    texts = {s.evidence_ids[0]: s.text for s in report.sections[0].statements if s.evidence_ids}
+    assert texts["e1"] == (
+        "Under \u201cFunctions \u203a clamp(x, lo, hi)\u201d: "
+        "\u201cReturns the value moved into the range from lo to hi.\u201d"
+    )
+    # A description naming its term needs no heading.
+    assert texts["e2"] == "\u201cThe function clamp(x, lo, hi) never raises an error.\u201d"
+    # Section and term too long to show together: the term alone.
+    assert texts["e3"] == (
+        "Under \u201cround_even(x)\u201d: \u201cRounds the value to the nearest even integer.\u201d"
+    )
+
+
 def test_loose_matches_fill_the_room_the_answers_leave_after_them():
     plan = make_plan("How much does the grant pay?")
     loose = make_evidence("e0", "Our experts explain how much the grant pays.", "q1", relevance=0.45)
