@@ -56,7 +56,7 @@ from research.engine.report_conflicts import (
     is_value_conflict,
     report_contradictions,
 )
-from research.engine.text import TERM_MARK, content_terms, fold
+from research.engine.text import content_terms, fold, term_under
 
 MAX_FINDINGS_PER_QUESTION = 6
 # A report answering one question has room for more of its quotations.
@@ -117,21 +117,15 @@ def _finding_text(item: Evidence, source: SourceSummary | None = None) -> str:
     missing = _numbers(unnumbered) - _numbers(item.excerpt)
     title = " ".join((source.title if source else "").split()).casefold()
     is_title = bool(title) and (heading.casefold() in title or title in heading.casefold())
-    if heading and (missing or _unnamed_term(heading, item.excerpt)) and not is_title:
+    term = term_under(heading)
+    spelled = term.removesuffix("…").strip() if term else ""
+    unnamed = bool(spelled) and fold(spelled) not in fold(" ".join(item.excerpt.split()))
+    if heading and (missing or unnamed) and not is_title:
         if len(heading) <= _HEADING_SHOWN_CHARS:
             return f"Under {_quote(heading)}: {_quote(item.excerpt)}"
-        if not missing:  # the term alone when section and term are too long to show
-            return f"Under {_quote(heading.rsplit(TERM_MARK, 1)[1])}: {_quote(item.excerpt)}"
+        if term and not missing:  # the term alone when section and term are too long to show
+            return f"Under {_quote(term)}: {_quote(item.excerpt)}"
     return _quote(item.excerpt)
-
-
-def _unnamed_term(heading: str, excerpt: str) -> bool:
-    """Whether ``heading`` ends with a defined term (``section › term``) that ``excerpt``,
-    its description, does not spell out."""
-    if TERM_MARK not in heading:
-        return False
-    term = heading.rsplit(TERM_MARK, 1)[1].removesuffix("…").strip()
-    return bool(term) and fold(term) not in fold(" ".join(excerpt.split()))
 
 
 def _best_relevance(group: list[Evidence]) -> int:

@@ -378,6 +378,12 @@ def under_term(section: str | None, term: str) -> str:
     return f"{section}{TERM_MARK}{shown}" if section else shown
 
 
+def term_under(heading: str) -> str | None:
+    """The term (as shown, shortened) that a heading made by :func:`under_term` ends with;
+    ``None`` for a heading that joins no section and term."""
+    return heading.rsplit(TERM_MARK, 1)[1] if TERM_MARK in heading else None
+
+
 def term_of(text: str, blocks: Sequence[Any], index: int) -> str | None:
     """The term a description block (``blocks[index]``, kind "description") defines: the run
     of term blocks before it, joined ("-f, --force" in two ``dt``), found by walking back over

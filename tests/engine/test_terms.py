@@ -5,7 +5,7 @@ from research.engine.answer_order import comparison_sides
 from research.engine.contracts import Block, Heading
 from research.engine.ledger.excerpts import SnapshotIndex
 from research.engine.question_terms import question_terms
-from research.engine.text import content_terms, name_part_terms, stem, under_term
+from research.engine.text import content_terms, name_part_terms, stem, term_under, under_term
 
 
 def test_a_camel_case_name_gives_its_whole_and_its_parts():
@@ -59,6 +59,10 @@ def test_under_term_joins_section_and_a_shortened_term():
     shown = under_term("Functions", long)
     assert shown.startswith("Functions › subprocess.run(args") and shown.endswith("…")
     assert len(shown) <= 120
+    # The term is read back from the heading as shown; a plain heading names none.
+    assert term_under(shown) == shown.split(" › ", 1)[1]
+    assert term_under(under_term("OPTIONS", "--force")) == "--force"
+    assert term_under("Installation") is None
 
 
 def _definition_page() -> SnapshotIndex:
