@@ -22,6 +22,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from research.engine.specificity import specificity
 from research.engine.text import (
     STOP_WORDS,
     content_terms,
@@ -485,13 +486,17 @@ def entity_terms(question: str) -> frozenset[str]:
 ASKER_WORDS = word_set("""going see need""")
 
 
-def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str, float], set[str]]:
+def question_terms(
+    question: str, topic: Collection[str] = (), *, background: bool = True
+) -> tuple[dict[str, float], set[str]]:
     """The weighted terms of a question and its focus.
 
     Names weigh half (they say what the question is about, and the page was found for them),
-    and so do the parts of a compound code name ("listen" of "setMaxListeners");
-    how much any other word counts is left to its inverse document frequency where the terms
-    are matched. The focus is what the question asks about that is no name, no word naming
+    and so do the parts of a compound code name ("listen" of "setMaxListeners"); with
+    ``background``, a word common in general English weighs less
+    (:func:`research.engine.specificity.specificity`: "put", "never"); how much any word
+    counts beyond that is left to its inverse document frequency where the terms are
+    matched. The focus is what the question asks about that is no name, no word naming
     the kind of answer, no number nor the topic of the page: a passage mentioning some of it
     speaks to the question, not only of its subject. A word inside the page's own phrase
     ("energy" in "battery energy losses" on a page about battery losses) only narrows the
@@ -507,6 +512,7 @@ def question_terms(question: str, topic: Collection[str] = ()) -> tuple[dict[str
         term: (_NAME_SCALE if term in names else 1.0)
         * (_NAME_PART_SCALE if term in parts else 1.0)
         * (_STORY_SCALE if term in story else 1.0)
+        * (specificity(term) if background else 1.0)
         for term in sequence
     }
     # Words in a row, with no stop word between them: "battery energy losses".

@@ -163,9 +163,15 @@ class _CandidateRanker:
 
     def _terms_of(self, text: str) -> tuple[dict[str, float], set[str]]:
         """A question's terms and focus, without the words naming the kind of answer ("which
-        date", "how long"): they say nothing about whether a title is on topic."""
+        date", "how long"): they say nothing about whether a title is on topic.
+
+        Without the general-English discount (``background=False``): the results were
+        returned for searches worded from the question, so its common words stand in many
+        of them and the results' own idf already discounts them, unlike a page's passages,
+        where a common word the page seldom uses looks rare (docs/llm.md, "Term
+        specificity")."""
         if text not in self._questions:
-            query, focus = question_terms(text)
+            query, focus = question_terms(text, background=False)
             for term in answer_type_terms(text):
                 query.pop(term, None)
             self._questions[text] = (query, focus)

@@ -5,6 +5,7 @@ from research.engine.answer_order import comparison_sides
 from research.engine.contracts import Block, Heading
 from research.engine.ledger.excerpts import SnapshotIndex
 from research.engine.question_terms import question_terms
+from research.engine.specificity import specificity
 from research.engine.text import content_terms, name_part_terms, stem, term_under, under_term
 
 
@@ -38,10 +39,10 @@ def test_ordinary_words_versions_and_initials_do_not_split():
 
 
 def test_a_part_weighs_less_in_a_question_than_a_word_of_its_own():
-    query, _ = question_terms("What does the max_buffer option limit?")
+    query, _ = question_terms("What does the max_buffer option limit?", background=False)
     assert query["max_buffer"] == 1.0
     assert query["buffer"] == query["max"] == 0.5
-    both, _ = question_terms("How big is the buffer that max_buffer limits?")
+    both, _ = question_terms("How big is the buffer that max_buffer limits?", background=False)
     assert both["buffer"] == 1.0  # the question's own word
 
 
@@ -130,3 +131,17 @@ def test_since_and_unless_are_connectives_like_until_and_if():
     assert content_terms("since version 3, unless changed") == content_terms(
         "until version 3, if changed"
     )
+
+
+def test_a_word_common_in_general_english_weighs_less_than_a_specific_one():
+    # wordfreq's English frequencies: "put" and "never" are among the commonest content
+    # words, "file" is common, "stash" and "untracked" are not.
+    assert specificity("put") < specificity("file") < specificity("stash") == 1.0
+    assert specificity("untrack") == specificity("create_engine") == 1.0
+    assert 0.4 < specificity("never") < 0.7
+    question = "Will git stash also put away files I have created but never added?"
+    query, _ = question_terms(question)
+    assert query["stash"] == query["git"] == 1.0
+    assert query["put"] < query["file"] < query["stash"]
+    plain, _ = question_terms(question, background=False)
+    assert set(plain.values()) == {1.0}

@@ -169,3 +169,26 @@ def test_a_sentence_guiding_the_reader_ranks_below_one_about_the_subject():
 
     assert relevance["A"] > relevance["We'll"]
     assert relevance["A"] > relevance["Let's"]
+
+
+def test_a_passage_sharing_the_questions_common_words_ranks_below_one_sharing_its_specific_ones():
+    # One page's passages are too few for idf to know "put" and "away" are common words:
+    # each stands in one passage, as "untracked" and "files" do. Weighed by how often general
+    # English uses them, the passage naming the untracked files is the better match.
+    page = (
+        "Archiver manual\n\n"
+        "Shelving changes\n\n"
+        "The archiver shelves tracked changes when you run archiver shelve.\n\n"
+        "Untracked files are shelved as well when you pass the --untracked option to archiver "
+        "shelve.\n\n"
+        "Put the box away before the label is dry.\n\n"
+        "The archiver keeps each shelf in the shelf list until you drop it."
+    )
+    question = QuestionText("q1", "Will the archiver put away untracked files?")
+    relevance = {
+        page[p.start : p.end]: p.relevance
+        for p in explain_question(page, question, title="Archiver manual")
+    }
+    answer = next(v for text, v in relevance.items() if text.startswith("Untracked files"))
+    decoy = relevance["Put the box away before the label is dry."]
+    assert answer > decoy
