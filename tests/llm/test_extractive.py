@@ -164,7 +164,7 @@ def test_story_words_weigh_half_when_the_asking_clause_asks_on_its_own() -> None
     story = story_terms(verbose)
     assert {"export", "stall", "hour", "kiln", "restart"} <= story
     assert not {"valid", "pool", "socket", "lend"} & story
-    weights, _ = question_terms(verbose)
+    weights, _ = question_terms(verbose, background=False)
     assert weights["export"] == weights["socket"] / 2
     # a bare "…: why?" leans wholly on the story, whose words then count fully
     assert story_terms("Our nightly export stalls for an hour after the kiln restarts: why?") == set()

@@ -273,7 +273,12 @@ def test_on_a_page_about_the_topic_a_figure_answers_only_questions_that_want_one
     words = _extract(text, "Which heat pumps can no longer get the Warm Homes grant?", title=title)
     figures = _extract(text, "How many Warm Homes heat pump grants were paid?", title=title)
 
-    assert [e.excerpt[:12] for e in words.value.evidence] == ["Exhaust-air "]
+    # The figure may be kept as context for the first question (its common words, "longer"
+    # and "get", weigh less than "heat pumps", which the figure's sentence names), never as
+    # an answer to it.
+    assert words.value.evidence[0].excerpt.startswith("Exhaust-air ")
+    assert words.value.evidence[0].stance == "supports"
+    assert all(e.stance != "supports" for e in words.value.evidence if "62 per cent" in e.excerpt)
     assert any("62 per cent" in e.excerpt for e in figures.value.evidence)
 
 
