@@ -3,8 +3,8 @@
 A question's terms are weighed by their inverse document frequency where they are matched:
 over one page's passages, one run's search results or one question's excerpts. Those
 collections are small, and a common English word a page seldom uses ("put", "away", "never"
-in "Will git stash also put away files I have created but never added?") looks as telling
-there as a name, so the passages that share it by chance rise. Retrieval over small
+in "Will the archiver also put away files I have created but never shelved?") looks as
+telling there as a name, so the passages that share it by chance rise. Retrieval over small
 collections borrows its statistics from a large reference collection for that reason (the
 background model of language-model smoothing, Zhai & Lafferty, SIGIR 2001); here the
 reference is the English word frequencies of ``wordfreq`` (Speer, 2022; Wikipedia, subtitles,
