@@ -30,10 +30,9 @@ from research.engine.text import content_terms
 # 1–3 low, 4–7 high): a word used less often than once in 100,000 words of general English
 # is a specific word, and the discount applies only to the words above it.
 HIGH_FREQUENCY_ZIPF = 4.0
-# The Zipf value of a frequency of one: log₁₀ of a billion. 9 − Zipf is −log₁₀ of the
-# word's probability, its idf against general English.
-_ZIPF_OF_ONE = 9.0
-_FULL = _ZIPF_OF_ONE - HIGH_FREQUENCY_ZIPF
+# Zipf is log₁₀ of a word's frequency per billion words, so 9 − Zipf is −log₁₀ of its
+# probability, its idf against general English; a word reaches full weight at this idf.
+_FULL = 9.0 - HIGH_FREQUENCY_ZIPF
 
 
 @cache
@@ -54,7 +53,4 @@ def specificity(term: str) -> float:
     English: 1 for a word rarer than :data:`HIGH_FREQUENCY_ZIPF` or unknown to English, down
     to about 0.4 for the commonest content words."""
     frequency = _frequencies().get(term, 0.0)
-    if frequency <= 0:
-        return 1.0
-    zipf = _ZIPF_OF_ONE + math.log10(frequency)
-    return min(_FULL, max(0.0, _ZIPF_OF_ONE - zipf)) / _FULL
+    return min(_FULL, -math.log10(frequency)) / _FULL if frequency > 0 else 1.0
